@@ -1,0 +1,61 @@
+"""Sessions: ``tests`` (CPU through the interpreter, or full size on a GPU), ``docs``, ``bench`` (GPU only), ``lint``.
+
+Run ``nox --no-venv --no-install -s SESSION`` to use an environment that already holds
+everything (for example a GPU machine's own torch); plain ``nox -s SESSION`` builds one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["lint", "tests", "docs"]
+nox.options.reuse_venv = "yes"
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+HTML = "docs/_build/html"
+
+
+def install(session: nox.Session, *groups: str) -> None:
+    """The package (editable) and the dependency groups named, unless running without a venv."""
+    if isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
+        session.env["PYTHONPATH"] = os.pathsep.join(filter(None, ["src", os.environ.get("PYTHONPATH")]))
+        return
+    session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, *groups))
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite: in the interpreter at small sizes without a GPU, at full size with one."""
+    install(session, "test")
+    session.run("python", "-m", "tritonperf", "info", "--no-ceilings")
+    session.run("pytest", "tests", "--ignore=tests/site", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the site (warnings are errors), then open it in headless Chromium and check it."""
+    install(session, "docs")
+    session.run("sphinx-build", "-n", "-W", "--keep-going", "-b", "html", "docs", HTML, *session.posargs)
+    session.log(f"site built: {HTML}/index.html")
+    session.run("pytest", "tests/site", "-p", "no:cacheprovider")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmark every kernel on this machine's GPU and write docs/results/<gpu>.json."""
+    install(session)
+    session.run(
+        "python", "-c",
+        "import sys, torch; torch.cuda.is_available() or sys.exit("
+        "'nox -s bench needs a CUDA GPU: none is visible to torch, so nothing was measured')",
+    )
+    session.run("python", "-m", "tritonperf", "bench", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the package, tests, examples and docs configuration."""
+    if not isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
+        session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", "src", "tests", "examples", "docs/conf.py", "noxfile.py")

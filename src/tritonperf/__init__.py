@@ -1,0 +1,12 @@
+"""tritonperf: fast Triton kernels, and the tools that measure them.
+
+Importing the package decides where kernels run (see :mod:`tritonperf.runtime`):
+on a CUDA GPU when one is visible, otherwise through Triton's interpreter on the CPU.
+"""
+
+from . import runtime  # first: it sets TRITON_INTERPRET before any kernel is defined
+from .kernels import vector_add, vector_add_bytes, vector_add_reference
+
+__version__ = "0.1.0"
+
+__all__ = ["runtime", "vector_add", "vector_add_bytes", "vector_add_reference", "__version__"]

@@ -1,0 +1,71 @@
+"""One plotting helper for every example and the results page."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from .specs import specs_for
+
+UNITS = {"GBps": "GB/s", "TFLOPS": "TFLOPS"}
+
+
+def caption(doc: dict[str, Any], live: bool) -> str:
+    """Where, when and with what a document's numbers were measured."""
+    p = doc["provenance"]
+    how = "Measured live" if live else "Recorded by `tritonperf bench`"
+    return (
+        f"{how} on {p['gpu']} ({p['sms']} SMs), {p['date'][:10]}; "
+        f"triton {p['triton']}, torch {p['torch']}, CUDA {p['cuda']}; commit {p['git_commit']}"
+    )
+
+
+def ceiling_for(doc: dict[str, Any], metric: str, dtype: str) -> tuple[str, float] | None:
+    """The ceiling a metric is judged against: copy bandwidth, or torch's matmul rate in ``dtype``."""
+    short = {"float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8"}.get(dtype)
+    key = "copy_GBps" if metric == "GBps" else f"matmul_{short}_TFLOPS"
+    value = doc["ceilings"].get(key)
+    return (key, value) if value else None
+
+
+def plot_results(
+    doc: dict[str, Any], kernel: str, dtype: str, *, live: bool, direction: str = "fwd", title: str | None = None
+) -> Figure:
+    """Rate against size for every variant of ``kernel`` in one document, with the measured ceiling.
+
+    The caption under the plot says where and when the numbers were measured,
+    and whether they were measured live or read from recorded results.
+    """
+    spec = next(s for s in specs_for(kernel) if s.direction == direction)
+    metric, x = spec.metric, spec.x
+    rows = [r for r in doc["records"] if r["kernel"] == kernel and r["dtype"] == dtype and r["direction"] == direction]
+    if not rows:
+        raise ValueError(f"no {direction} records of {kernel} in {dtype}")
+    lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        rest = ", ".join(f"{k}={v}" for k, v in r["shape"].items() if k != x)
+        label = f"{r['variant']} ({rest})" if rest else r["variant"]
+        lines[label].append((r["shape"][x], r[metric]))
+
+    # A white face keeps the figure readable on the site's dark theme too.
+    fig, ax = plt.subplots(figsize=(8, 4.8), facecolor="white", layout="constrained")
+    for label, points in sorted(lines.items(), key=lambda kv: (not kv[0].startswith("tritonperf"), kv[0])):
+        xs, ys = zip(*sorted(points))
+        ax.plot(xs, ys, marker="o", linewidth=2.2 if label.startswith("tritonperf") else 1.4, label=label)
+    ceiling = ceiling_for(doc, metric, dtype)
+    if ceiling:
+        name, value = ceiling
+        ax.axhline(value, color="black", linestyle="--", linewidth=1, label=f"ceiling: {name} = {value:,.0f}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(x)
+    ax.set_ylabel(UNITS[metric])
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    ax.set_title(title or f"{kernel} {direction}, {dtype}")
+    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
+    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    return fig

@@ -1,0 +1,84 @@
+"""Running benchmark specs and turning them into a results document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from . import records
+from .ceilings import measure_ceilings
+from .specs import BenchSpec, specs_for
+from .timing import time_ms
+
+# Called after each measurement with (done, total, record).
+Progress = Callable[[int, int, dict[str, Any]], None]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """torch's dtype name without the ``torch.`` prefix."""
+    return str(dtype).removeprefix("torch.")
+
+
+def count_cases(specs: Iterable[BenchSpec], quick: bool = False) -> int:
+    """How many measurements :func:`measure` will make for these specs."""
+    return sum(len(s.quick_shapes if quick else s.shapes) * len(s.dtypes) * len(s.variants) for s in specs)
+
+
+def measure(
+    spec: BenchSpec, *, quick: bool = False, progress: Progress | None = None, done: int = 0, total: int = 0
+) -> list[dict[str, Any]]:
+    """Time every variant of ``spec`` at every shape and dtype; return records.
+
+    Each measurement draws its own fresh random inputs. Needs a CUDA GPU.
+    """
+    out = []
+    for dtype in spec.dtypes:
+        for shape in spec.quick_shapes if quick else spec.shapes:
+            nbytes, flops = spec.nbytes(shape, dtype), spec.flops(shape, dtype)
+            for variant, fn in spec.variants.items():
+                ms = time_ms(fn, lambda: spec.make_args(shape, dtype), nbytes or 0)
+                rec = records.record(spec.kernel, variant, spec.direction, dtype_name(dtype), shape, ms, nbytes, flops)
+                out.append(rec)
+                done += 1
+                if progress:
+                    progress(done, total, rec)
+            torch.cuda.empty_cache()
+    return out
+
+
+def run(
+    kernels: Iterable[str], *, command: str, quick: bool = False, progress: Progress | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Measure the ceilings and every spec of ``kernels`` in one run; return a validated document."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("benchmarks need a CUDA GPU; none is visible to torch")
+    specs = [spec for kernel in kernels for spec in specs_for(kernel)]
+    prov = records.provenance(command)
+    log(f"measuring ceilings on {prov['gpu']}")
+    ceilings = measure_ceilings(log)
+    total, recs = count_cases(specs, quick), []
+    for spec in specs:
+        recs += measure(spec, quick=quick, progress=progress, done=len(recs), total=total)
+    doc = {"schema": records.SCHEMA_VERSION, "provenance": prov, "ceilings": ceilings, "records": recs}
+    return records.validate(doc, "new run")
+
+
+def live_or_recorded(kernel: str, *, quick: bool = True) -> list[tuple[dict[str, Any], bool]]:
+    """Results to show for ``kernel``: measured now on a GPU, else every recorded file that has it.
+
+    Returns ``(document, live)`` pairs; empty when there is no GPU and no recorded file is found
+    (for example, an example script downloaded on its own).
+    """
+    from .. import runtime
+
+    if runtime.MODE == "gpu":
+        return [(run([kernel], command=f"live measurement of {kernel}", quick=quick), True)]
+    docs = []
+    for path in records.find_results():
+        doc = records.load(path)
+        if any(r["kernel"] == kernel for r in doc["records"]):
+            docs.append((doc, False))
+    return docs

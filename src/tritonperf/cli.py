@@ -1,0 +1,147 @@
+"""The ``tritonperf`` command: ``info``, ``bench`` and ``compare``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import runtime
+from .bench import records, report, runner
+from .bench.specs import SPECS
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _need_gpu(what: str) -> bool:
+    if runtime.MODE == "gpu":
+        return True
+    err_console.print(
+        f"[red]error:[/red] {what} needs a CUDA GPU, and this process runs in interpreter mode "
+        "(no GPU visible to torch, or TRITON_INTERPRET=1 is set)."
+    )
+    return False
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    console.print(runtime.describe())
+    table = Table(show_header=False, box=None)
+    for key, value in runtime.versions().items():
+        table.add_row(key, str(value))
+    console.print(table)
+    if runtime.MODE != "gpu" or args.no_ceilings:
+        console.print("ceilings: not measured" + (" (no GPU)" if runtime.MODE != "gpu" else ""))
+        return 0
+    from .bench.ceilings import measure_ceilings
+
+    with console.status("measuring ceilings (copy bandwidth, torch matmul at 8192³)…"):
+        ceilings = measure_ceilings(console.log)
+    for key, value in ceilings.items():
+        console.print(f"{key}: {value:,.1f}")
+    return 0
+
+
+def _rate(row: dict) -> str:
+    return f"{row['rate']:,.0f}" if row["rate"] else "–"
+
+
+def _print_summary(doc: dict) -> None:
+    table = Table(title=f"{doc['provenance']['gpu']} — {len(doc['records'])} records")
+    for name in report.TABLE_HEADER:
+        table.add_column(name, justify="right" if name not in {"kernel", "dir", "dtype", "shape", "variant"} else "left")
+    for row in report.table_rows(doc):
+        table.add_row(*row)
+    console.print(table)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    kernels = args.kernels or list(SPECS)
+    unknown = [k for k in kernels if k not in SPECS]
+    if unknown:
+        err_console.print(f"[red]error:[/red] unknown kernel(s) {', '.join(unknown)}; known: {', '.join(SPECS)}")
+        return 2
+    if not _need_gpu("tritonperf bench"):
+        return 2
+    console.print(runtime.describe())
+    total = runner.count_cases([s for k in kernels for s in runner.specs_for(k)], args.quick)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("ceilings", total=total)
+
+        def on_record(done: int, _total: int, rec: dict) -> None:
+            desc = f"{rec['kernel']} {rec['dtype']} {report.shape_text(rec['shape'])} {rec['variant']}"
+            progress.update(task, completed=done, description=desc)
+
+        command = "tritonperf " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        doc = runner.run(kernels, command=command, quick=args.quick, progress=on_record, log=progress.console.log)
+    out = Path(args.out) if args.out else _default_out(doc)
+    records.save(doc, out)
+    _print_summary(doc)
+    console.print(f"wrote {out}")
+    return 0
+
+
+def _default_out(doc: dict) -> Path:
+    name = records.slug(doc["provenance"]["gpu"]) + ".json"
+    return Path("docs/results") / name if Path("docs/results").is_dir() else Path(name)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        old = records.load(args.recorded)
+        if args.new:
+            new = records.load(args.new)
+        else:
+            if not _need_gpu("tritonperf compare with one file (it measures a new run)"):
+                return 2
+            kernels = sorted({r["kernel"] for r in old["records"]} & set(SPECS))
+            with console.status(f"measuring {', '.join(kernels)}…"):
+                new = runner.run(kernels, command="tritonperf compare " + args.recorded)
+    except records.RecordsError as err:
+        err_console.print(f"[red]error:[/red] {err}")
+        return 2
+    rows = report.compare(new, old)
+    table = Table(title=f"new: {new['provenance']['gpu']} ({new['provenance']['date']})  vs  "
+                        f"recorded: {old['provenance']['gpu']} ({old['provenance']['date']})")
+    for name in ["kernel", "dir", "dtype", "shape", "variant", "recorded µs", "new µs", "speed new/recorded"]:
+        table.add_column(name)
+    for r in rows:
+        table.add_row(r["kernel"], r["direction"], r["dtype"], report.shape_text(r["shape"]), r["variant"],
+                      f"{r['ms_old'] * 1e3:,.1f}", f"{r['ms'] * 1e3:,.1f}", f"{r['ratio']:.2f}×")
+    console.print(table)
+    if not rows:
+        console.print("no record appears in both (same kernel, variant, dtype, direction and shape)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tritonperf", description="Fast Triton kernels, measured.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    info = sub.add_parser("info", help="mode, GPU, versions and measured ceilings")
+    info.add_argument("--no-ceilings", action="store_true", help="skip measuring the ceilings on a GPU")
+    info.set_defaults(func=cmd_info)
+
+    bench = sub.add_parser("bench", help="benchmark kernels on this GPU and write a results file")
+    bench.add_argument("kernels", nargs="*", metavar="KERNEL", help=f"kernels to run (default: all of {', '.join(SPECS)})")
+    bench.add_argument("--out", metavar="FILE", help="results file (default: docs/results/<gpu>.json if docs/results exists, else ./<gpu>.json)")
+    bench.add_argument("--quick", action="store_true", help="a short sweep of sizes")
+    bench.set_defaults(func=cmd_bench)
+
+    compare = sub.add_parser("compare", help="hold a run against recorded results")
+    compare.add_argument("recorded", metavar="FILE", help="recorded results file")
+    compare.add_argument("new", nargs="?", metavar="FILE", help="a second results file (default: measure a new run now)")
+    compare.set_defaults(func=cmd_compare)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``tritonperf`` command."""
+    args = build_parser().parse_args(argv)
+    return args.func(args)

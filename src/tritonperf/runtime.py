@@ -1,0 +1,91 @@
+"""Where kernels run: on a CUDA GPU, or on the CPU through Triton's interpreter.
+
+The mode is decided once, when :mod:`tritonperf` is imported:
+
+* ``TRITON_INTERPRET=1`` already set: interpreter, whatever hardware is present;
+* a CUDA GPU visible to torch: ``"gpu"``;
+* otherwise: ``"interpreter"``, and ``TRITON_INTERPRET=1`` is set so that every
+  ``@triton.jit`` function defined from now on (ours and a reader's) runs on the CPU.
+
+Triton reads ``TRITON_INTERPRET`` when a function is decorated, so importing
+:mod:`tritonperf` before defining kernels is enough.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Literal, TypeVar
+
+import torch
+
+Mode = Literal["gpu", "interpreter"]
+T = TypeVar("T")
+
+
+def _interpret_requested() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in {"1", "true", "on", "yes"}
+
+
+def _detect_mode() -> Mode:
+    if _interpret_requested():
+        return "interpreter"
+    if torch.cuda.is_available():
+        return "gpu"
+    os.environ["TRITON_INTERPRET"] = "1"
+    return "interpreter"
+
+
+MODE: Mode = _detect_mode()
+
+
+def is_interpreter() -> bool:
+    """True when kernels run through Triton's interpreter on the CPU."""
+    return MODE == "interpreter"
+
+
+def has_gpu() -> bool:
+    """True when a CUDA GPU is visible to torch (whatever the mode)."""
+    return torch.cuda.is_available()
+
+
+def default_device() -> torch.device:
+    """The device tensors should be created on in the current mode."""
+    return torch.device("cuda") if MODE == "gpu" else torch.device("cpu")
+
+
+def pick(gpu: T, cpu: T) -> T:
+    """Choose a value by mode: full size on a GPU, small size in the interpreter."""
+    return gpu if MODE == "gpu" else cpu
+
+
+def gpu_name() -> str | None:
+    """The CUDA device name, or None without a GPU."""
+    return torch.cuda.get_device_name() if has_gpu() else None
+
+
+def versions() -> dict[str, str | int | None]:
+    """Software and hardware this process runs with."""
+    import triton
+
+    info: dict[str, str | int | None] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "cuda": torch.version.cuda,
+        "gpu": gpu_name(),
+        "sms": None,
+    }
+    if has_gpu():
+        info["sms"] = torch.cuda.get_device_properties().multi_processor_count
+    return info
+
+
+def describe() -> str:
+    """One line that says where kernels run, for examples and the CLI to print."""
+    info = versions()
+    if MODE == "gpu":
+        where = f"GPU mode: kernels run on {info['gpu']} ({info['sms']} SMs)"
+    else:
+        where = "interpreter mode: no CUDA GPU in use, kernels run on the CPU through TRITON_INTERPRET=1 at small sizes"
+    return f"{where}; triton {info['triton']}, torch {info['torch']}"
