@@ -57,7 +57,7 @@ def _print_summary(doc: dict) -> None:
         table.add_column(name, justify="right" if name not in {"kernel", "dir", "dtype", "shape", "variant"} else "left")
     for row in report.table_rows(doc):
         table.add_row(*row)
-    console.print(table)
+    console.print(table, width=max(console.width, 150))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -114,13 +114,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(r["kernel"], r["direction"], r["dtype"], report.shape_text(r["shape"]), r["variant"],
                       f"{r['ms_old'] * 1e3:,.1f}", f"{r['ms'] * 1e3:,.1f}", f"{r['ratio']:.2f}×")
-    console.print(table)
+    console.print(table, width=max(console.width, 150))
     if not rows:
         console.print("no record appears in both (same kernel, variant, dtype, direction and shape)")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``tritonperf`` command."""
+    return _parsers()[0]
+
+
+def help_text() -> str:
+    """``tritonperf --help`` and each subcommand's ``--help``, as the command prints them."""
+    parser, commands = _parsers()
+    blocks = [f"$ tritonperf --help\n{parser.format_help()}"]
+    blocks += [f"$ tritonperf {name} --help\n{sub.format_help()}" for name, sub in commands.items()]
+    return "\n".join(blocks)
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(prog="tritonperf", description="Fast Triton kernels, measured.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -138,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("recorded", metavar="FILE", help="recorded results file")
     compare.add_argument("new", nargs="?", metavar="FILE", help="a second results file (default: measure a new run now)")
     compare.set_defaults(func=cmd_compare)
-    return parser
+    return parser, dict(sub.choices)
 
 
 def main(argv: list[str] | None = None) -> int:

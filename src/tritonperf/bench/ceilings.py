@@ -29,7 +29,7 @@ def copy_GBps(n_elements: int = COPY_ELEMENTS) -> float:
 
 
 def matmul_TFLOPS(dtype: torch.dtype, size: int = MATMUL_SIZE) -> float:
-    """torch.matmul throughput at ``size``³ in TFLOPS (2·M·N·K operations)."""
+    """torch.matmul throughput on ``size × size`` matrices in TFLOPS (2·M·N·K operations)."""
     fn, make_args = _matmul_call(dtype, size)
     ms = time_ms(fn, make_args, 3 * size * size * torch.empty((), dtype=dtype).element_size())
     return 2 * size**3 / ms * 1e-9

@@ -45,7 +45,7 @@ def shape_text(shape: dict[str, Any]) -> str:
 
 
 def table_rows(doc: dict[str, Any]) -> list[list[str]]:
-    """Formatted rows for a results table (header in :data:`TABLE_HEADER`)."""
+    """Formatted rows for a results table, in the order of :data:`TABLE_HEADER`."""
     out = []
     for r in summarize(doc):
         unit = "TFLOPS" if r["metric"] == "TFLOPS" else "GB/s"
@@ -58,6 +58,7 @@ def table_rows(doc: dict[str, Any]) -> list[list[str]]:
     return out
 
 
+#: Column names of :func:`table_rows`.
 TABLE_HEADER = ["kernel", "dir", "dtype", "shape", "variant", "time (µs)", "rate", "% of ceiling", "vs best torch"]
 
 
@@ -77,3 +78,39 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def results_page(paths: list, image_dir, image_url: str) -> str:
+    """Markdown for the site's results page: per GPU file, provenance, ceilings, plots and a table.
+
+    Plots are written to ``image_dir`` and linked as ``image_url/<name>.png``.
+    """
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from . import records
+    from .plotting import caption, plot_results
+
+    image_dir = Path(image_dir)
+    image_dir.mkdir(parents=True, exist_ok=True)
+    if not paths:
+        return "No results have been recorded yet. Run `nox -s bench` on a GPU to make the first file.\n"
+    parts = []
+    for path in sorted(paths):
+        doc = records.load(path)
+        p = doc["provenance"]
+        slug = Path(path).stem
+        parts.append(f"## {p['gpu']}\n\n{caption(doc, live=False)}. Command: `{p['command']}`; file `{Path(path).name}`.\n")
+        ceil_rows = [[k, f"{v:,.1f}"] for k, v in doc["ceilings"].items()]
+        parts.append("Ceilings measured in the same run:\n\n" + markdown_table(["ceiling", "value"], ceil_rows) + "\n")
+        cases = sorted({(r["kernel"], r["direction"], r["dtype"]) for r in doc["records"]})
+        for kernel, direction, dtype in cases:
+            name = f"{slug}-{kernel}-{direction}-{dtype}".replace("+", "-")
+            fig = plot_results(doc, kernel, dtype, live=False, direction=direction)
+            fig.savefig(image_dir / f"{name}.png", dpi=110)
+            plt.close(fig)
+            parts.append(f"### {kernel} {direction}, {dtype}\n\n![{kernel} {direction} {dtype} on {p['gpu']}]({image_url}/{name}.png)\n")
+        rows = table_rows(doc)
+        parts.append("All records of this run:\n\n" + markdown_table(TABLE_HEADER, rows) + "\n")
+    return "\n".join(parts)

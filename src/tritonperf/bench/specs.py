@@ -74,8 +74,8 @@ def vector_add_spec() -> BenchSpec:
     )
 
 
-# kernel name -> builders of its specs (one per direction). Built lazily so that
-# importing this module neither compiles kernels nor touches the GPU.
+#: Kernel name -> builders of its specs (one per direction). Specs are built on demand,
+#: so importing this module neither compiles kernels nor touches the GPU.
 SPECS: dict[str, list[Callable[[], BenchSpec]]] = {
     "vector_add": [vector_add_spec],
 }

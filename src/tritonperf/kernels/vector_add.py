@@ -38,8 +38,8 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 
 # -- launcher ------------------------------------------------------------------------------------
-DEFAULT_BLOCK_SIZE = 4096
-DEFAULT_NUM_WARPS = 8
+DEFAULT_BLOCK_SIZE = 1024
+DEFAULT_NUM_WARPS = 4
 
 
 def vector_add(
