@@ -15,7 +15,8 @@ from . import runtime
 from .bench import records, report, runner
 from .bench.specs import SPECS
 
-console = Console()
+# Off a terminal rich assumes 80 columns, too narrow for the results tables.
+console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 
@@ -57,7 +58,7 @@ def _print_summary(doc: dict) -> None:
         table.add_column(name, justify="right" if name not in {"kernel", "dir", "dtype", "shape", "variant"} else "left")
     for row in report.table_rows(doc):
         table.add_row(*row)
-    console.print(table, width=max(console.width, 150))
+    console.print(table)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -114,7 +115,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(r["kernel"], r["direction"], r["dtype"], report.shape_text(r["shape"]), r["variant"],
                       f"{r['ms_old'] * 1e3:,.1f}", f"{r['ms'] * 1e3:,.1f}", f"{r['ratio']:.2f}×")
-    console.print(table, width=max(console.width, 150))
+    console.print(table)
     if not rows:
         console.print("no record appears in both (same kernel, variant, dtype, direction and shape)")
     return 0

@@ -1,0 +1,96 @@
+"""The ``tritonperf`` command and mode detection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ON_GPU, gpu_only
+
+from tritonperf import cli, runtime
+from tritonperf.bench import records
+
+
+def test_mode_matches_the_hardware():
+    assert runtime.MODE == ("gpu" if ON_GPU else "interpreter")
+    assert runtime.default_device() == torch.device("cuda" if ON_GPU else "cpu")
+    assert runtime.pick(gpu="big", cpu="small") == ("big" if ON_GPU else "small")
+
+
+def test_no_gpu_means_interpreter_in_a_fresh_process():
+    code = "import os, tritonperf; print(tritonperf.runtime.MODE, os.environ.get('TRITON_INTERPRET'))"
+    env = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.split() == ["interpreter", "1"]
+
+
+def test_info_prints_mode_and_versions(capsys):
+    assert cli.main(["info", "--no-ceilings"]) == 0
+    out = capsys.readouterr().out
+    assert ("GPU mode" if ON_GPU else "interpreter mode") in out
+    assert "triton" in out and "torch" in out
+
+
+@pytest.mark.skipif(ON_GPU, reason="checks the message given when there is no GPU")
+def test_bench_without_gpu_fails_clearly(capsys):
+    assert cli.main(["bench", "vector_add"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_bench_rejects_unknown_kernel(capsys):
+    assert cli.main(["bench", "vector_mul"]) == 2
+    assert "unknown kernel(s) vector_mul; known: vector_add" in capsys.readouterr().err
+
+
+def test_compare_two_files(sample_doc, tmp_path, capsys):
+    old = records.save(sample_doc, tmp_path / "old.json")
+    sample_doc["records"][0]["ms"] /= 2
+    new = records.save(sample_doc, tmp_path / "new.json")
+    assert cli.main(["compare", str(old), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "2.00×" in out and "vector_add" in out
+
+
+def test_compare_rejects_an_invalid_file(sample_doc, tmp_path, capsys):
+    sample_doc["ceilings"] = {}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(sample_doc))
+    assert cli.main(["compare", str(bad), str(bad)]) == 2
+    assert "field ceilings" in capsys.readouterr().err
+
+
+def test_help_lists_every_subcommand():
+    text = cli.help_text()
+    for command in ("info", "bench", "compare"):
+        assert f"$ tritonperf {command} --help" in text
+
+
+@gpu_only
+def test_bench_writes_a_valid_file(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert cli.main(["bench", "vector_add", "--quick", "--out", str(out)]) == 0
+    doc = records.load(out)
+    variants = {r["variant"] for r in doc["records"]}
+    assert variants == {"tritonperf", "torch", "step-1-block-128"}
+    assert doc["ceilings"]["copy_GBps"] > 100
+    assert "% of ceiling" in capsys.readouterr().out
+
+
+@gpu_only
+def test_timing_sees_the_difference_between_one_and_two_copies():
+    from tritonperf.bench.timing import time_ms
+
+    n = 1 << 26
+
+    def make_args():
+        return torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
+
+    once = time_ms(lambda a, b: b.copy_(a), make_args, 8 * n)
+    twice = time_ms(lambda a, b: (b.copy_(a), b.copy_(a)), make_args, 8 * n)
+    assert 1.6 < twice / once < 2.4
+    # A tiny copy goes through the CUDA-graph path and must still take positive, small time.
+    tiny = time_ms(lambda a, b: b.copy_(a), lambda: (torch.randn(1024, device="cuda"), torch.empty(1024, device="cuda")), 8192)
+    assert 0 < tiny < once

@@ -1,0 +1,109 @@
+"""The recorded-results format: valid documents pass, each kind of broken field is named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonperf.bench import records
+
+RESULTS = sorted((Path(__file__).parent.parent / "docs" / "results").glob("*.json"))
+
+
+def test_sample_is_valid(sample_doc):
+    assert records.validate(sample_doc) is sample_doc
+
+
+def _set(doc, path, value):
+    *parents, last = path
+    for key in parents:
+        doc = doc[key]
+    if value is KeyError:
+        del doc[last]
+    else:
+        doc[last] = value
+
+
+@pytest.mark.parametrize(
+    "path, value, field",
+    [
+        (("schema",), 2, "schema"),
+        (("provenance", "gpu"), KeyError, "provenance"),
+        (("provenance", "sms"), 0, "provenance.sms"),
+        (("provenance", "date"), "22 Nov 2026", "provenance.date"),
+        (("ceilings", "copy_GBps"), -5.0, "ceilings.copy_GBps"),
+        (("ceilings", "copy_GBps"), KeyError, "ceilings"),
+        (("ceilings", "bandwidth"), 10.0, "ceilings"),
+        (("records", 0, "kernel"), "vector_mul", "records[0].kernel"),
+        (("records", 1, "variant"), "Torch eager", "records[1].variant"),
+        (("records", 2, "direction"), "forward", "records[2].direction"),
+        (("records", 3, "dtype"), "torch.float32", "records[3].dtype"),
+        (("records", 4, "ms"), 0, "records[4].ms"),
+        (("records", 5, "GBps"), "fast", "records[5].GBps"),
+        (("records", 0, "shape"), {"M": 4}, "records[0].shape"),
+        (("records", 0, "extra"), 1, "records[0]"),
+    ],
+)
+def test_broken_field_is_named(sample_doc, path, value, field):
+    _set(sample_doc, path, value)
+    with pytest.raises(records.RecordsError, match=rf"field {__import__('re').escape(field)}[:.\[]"):
+        records.validate(sample_doc)
+
+
+def test_shape_keys_follow_the_kernel(sample_doc):
+    rec = sample_doc["records"][0]
+    rec.update(kernel="matmul", shape={"M": 8, "N": 8, "K": 8})
+    records.validate(sample_doc)
+    rec["shape"] = {"M": 8, "N": 8}
+    with pytest.raises(records.RecordsError, match=r"records\[0\]\.shape.*'K' is a required property"):
+        records.validate(sample_doc)
+
+
+def test_save_and_load_round_trip(sample_doc, tmp_path):
+    path = records.save(sample_doc, tmp_path / "sub" / "gpu.json")
+    assert records.load(path) == sample_doc
+
+
+def test_save_refuses_an_invalid_document(sample_doc, tmp_path):
+    sample_doc["records"][0]["ms"] = -1
+    with pytest.raises(records.RecordsError):
+        records.save(sample_doc, tmp_path / "bad.json")
+    assert not (tmp_path / "bad.json").exists()
+
+
+def test_load_rejects_bad_json(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text("{not json")
+    with pytest.raises(records.RecordsError, match="not valid JSON"):
+        records.load(path)
+
+
+def test_record_derives_rates():
+    rec = records.record("vector_add", "tritonperf", "fwd", "float32", {"N": 1000}, 0.001, 12_000, None)
+    assert rec["GBps"] == pytest.approx(12.0) and rec["TFLOPS"] is None
+    rec = records.record("matmul", "torch", "fwd", "float16", {"M": 2, "N": 2, "K": 2}, 1.0, None, 2 * 10**9)
+    assert rec["TFLOPS"] == pytest.approx(2.0) and rec["GBps"] is None
+
+
+@pytest.mark.parametrize("name, slug", [("NVIDIA H200", "nvidia-h200"), ("NVIDIA H100 80GB HBM3", "nvidia-h100-80gb-hbm3")])
+def test_slug(name, slug):
+    assert records.slug(name) == slug
+
+
+def test_find_results_walks_up_to_docs_results(tmp_path, monkeypatch, sample_doc):
+    monkeypatch.delenv("TRITONPERF_RESULTS", raising=False)
+    records.save(sample_doc, tmp_path / "docs" / "results" / "x.json")
+    (tmp_path / "examples").mkdir()
+    assert records.find_results(tmp_path / "examples") == [tmp_path / "docs" / "results" / "x.json"]
+    monkeypatch.setenv("TRITONPERF_RESULTS", str(tmp_path / "docs" / "results"))
+    assert len(records.find_results("/")) == 1
+
+
+def test_committed_results_exist_and_validate():
+    assert RESULTS, "docs/results/ holds no recorded results: run `nox -s bench` on a GPU"
+    for path in RESULTS:
+        doc = records.load(path)
+        assert path.stem == records.slug(doc["provenance"]["gpu"])
+        assert json.loads(path.read_text()) == doc

@@ -1,0 +1,59 @@
+"""Summaries and plots made from results documents."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pytest
+
+from tritonperf.bench import plot_results, report
+
+
+def test_summary_percent_of_ceiling_and_speedup(sample_doc):
+    rows = {(r["variant"], r["shape"]["N"]): r for r in report.summarize(sample_doc)}
+    fast = rows[("tritonperf", 1 << 24)]
+    # 12 bytes per element over 0.2 ms, against a 1000 GB/s ceiling.
+    assert fast["pct_of_ceiling"] == pytest.approx(100 * 12 * (1 << 24) / 0.2e-3 / 1e12)
+    assert fast["vs_best_torch"] == pytest.approx(0.25 / 0.2)
+    assert rows[("torch", 1 << 24)]["vs_best_torch"] == pytest.approx(1.0)
+    assert rows[("step-1-block-128", 1 << 20)]["vs_best_torch"] == pytest.approx(0.025 / 0.04)
+
+
+def test_compare_pairs_matching_records(sample_doc):
+    import copy
+
+    new = copy.deepcopy(sample_doc)
+    new["records"][0]["ms"] = 0.01
+    del new["records"][1]
+    rows = report.compare(new, sample_doc)
+    assert len(rows) == len(sample_doc["records"]) - 1
+    assert rows[0]["ratio"] == pytest.approx(2.0)
+
+
+def test_plot_has_every_variant_the_ceiling_and_a_caption(sample_doc):
+    fig = plot_results(sample_doc, "vector_add", "float32", live=False)
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels[0] == "tritonperf"
+    assert set(labels[1:3]) == {"torch", "step-1-block-128"}
+    assert labels[3].startswith("ceiling: copy_GBps")
+    text = " ".join(t.get_text() for t in fig.texts)
+    assert "Recorded" in text and "Example GPU" in text and "2026-01-02" in text and "abc1234" in text
+    fig_live = plot_results(sample_doc, "vector_add", "float32", live=True)
+    assert "Measured live" in " ".join(t.get_text() for t in fig_live.texts)
+    plt.close("all")
+
+
+def test_plot_without_records_says_so(sample_doc):
+    with pytest.raises(ValueError, match="no fwd records of vector_add in float16"):
+        plot_results(sample_doc, "vector_add", "float16", live=False)
+
+
+def test_results_page(sample_doc, tmp_path):
+    from tritonperf.bench import records
+
+    path = records.save(sample_doc, tmp_path / "example-gpu.json")
+    page = report.results_page([path], tmp_path / "img", "/img")
+    assert "## Example GPU" in page and "copy_GBps" in page
+    assert (tmp_path / "img" / "example-gpu-vector_add-fwd-float32.png").stat().st_size > 0
+    assert "| vector_add | fwd | float32 | N=16777216 | tritonperf |" in page
+    assert "No results have been recorded" in report.results_page([], tmp_path / "img", "/img")
+    plt.close("all")
