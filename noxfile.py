@@ -50,7 +50,7 @@ def bench(session: nox.Session) -> None:
         "import sys, torch; torch.cuda.is_available() or sys.exit("
         "'nox -s bench needs a CUDA GPU: none is visible to torch, so nothing was measured')",
     )
-    session.run("python", "-m", "tritonperf", "bench", *session.posargs)
+    session.run("python", "-m", "tritonperf", "bench", "--out", "docs/results/", *session.posargs)
 
 
 @nox.session

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -22,7 +23,7 @@ def test_mode_matches_the_hardware():
 
 def test_no_gpu_means_interpreter_in_a_fresh_process():
     code = "import os, tritonperf; print(tritonperf.runtime.MODE, os.environ.get('TRITON_INTERPRET'))"
-    env = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin"}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"CUDA_VISIBLE_DEVICES": ""}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.split() == ["interpreter", "1"]
 
@@ -94,3 +95,14 @@ def test_timing_sees_the_difference_between_one_and_two_copies():
     # A tiny copy goes through the CUDA-graph path and must still take positive, small time.
     tiny = time_ms(lambda a, b: b.copy_(a), lambda: (torch.randn(1024, device="cuda"), torch.empty(1024, device="cuda")), 8192)
     assert 0 < tiny < once
+
+
+@pytest.mark.parametrize(
+    "out, expected",
+    [(None, "example-gpu.json"), ("runs/", "runs/example-gpu.json"), ("mine.json", "mine.json")],
+)
+def test_bench_output_path(out, expected, sample_doc, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert str(cli._out_path(out, sample_doc)) == expected
+    (tmp_path / "folder").mkdir()
+    assert str(cli._out_path("folder", sample_doc)) == "folder/example-gpu.json"

@@ -81,16 +81,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         command = "tritonperf " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         doc = runner.run(kernels, command=command, quick=args.quick, progress=on_record, log=progress.console.log)
-    out = Path(args.out) if args.out else _default_out(doc)
+    out = _out_path(args.out, doc)
     records.save(doc, out)
     _print_summary(doc)
     console.print(f"wrote {out}")
     return 0
 
 
-def _default_out(doc: dict) -> Path:
+def _out_path(out: str | None, doc: dict) -> Path:
+    """``--out`` as given, ``<dir>/<gpu>.json`` for a folder (ending in / or existing), else ``<gpu>.json`` here."""
     name = records.slug(doc["provenance"]["gpu"]) + ".json"
-    return Path("docs/results") / name if Path("docs/results").is_dir() else Path(name)
+    if out is None:
+        return Path(name)
+    if out.endswith(("/", "\\")) or Path(out).is_dir():
+        return Path(out) / name
+    return Path(out)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -144,7 +149,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 
     bench = sub.add_parser("bench", help="benchmark kernels on this GPU and write a results file")
     bench.add_argument("kernels", nargs="*", metavar="KERNEL", help=f"kernels to run (default: all of {', '.join(SPECS)})")
-    bench.add_argument("--out", metavar="FILE", help="results file (default: docs/results/<gpu>.json if docs/results exists, else ./<gpu>.json)")
+    bench.add_argument("--out", metavar="FILE", help="results file, or a folder to write <gpu>.json into (default: ./<gpu>.json)")
     bench.add_argument("--quick", action="store_true", help="a short sweep of sizes")
     bench.set_defaults(func=cmd_bench)
 
