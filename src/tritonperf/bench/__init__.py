@@ -1,8 +1,8 @@
 """The measuring toolkit: timing, ceilings, recorded results, plots and reports."""
 
+from .plotting import plot_results
 from .records import RecordsError, find_results, load, save, validate
 from .runner import live_or_recorded, run
-from .plotting import plot_results
 from .specs import SPECS, BenchSpec, specs_for
 from .timing import time_ms
 

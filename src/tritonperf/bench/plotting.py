@@ -53,7 +53,7 @@ def plot_results(
     # A white face keeps the figure readable on the site's dark theme too.
     fig, ax = plt.subplots(figsize=(8, 4.8), facecolor="white", layout="constrained")
     for label, points in sorted(lines.items(), key=lambda kv: (not kv[0].startswith("tritonperf"), kv[0])):
-        xs, ys = zip(*sorted(points))
+        xs, ys = zip(*sorted(points), strict=True)
         ours = label.startswith("tritonperf")
         # Ours on top and thicker: it often overlaps the best baseline.
         ax.plot(xs, ys, marker="o", linewidth=2.4 if ours else 1.4, zorder=3 if ours else 2, label=label)

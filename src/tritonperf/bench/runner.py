@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,7 +39,7 @@ def measure(
         for shape in spec.quick_shapes if quick else spec.shapes:
             nbytes, flops = spec.nbytes(shape, dtype), spec.flops(shape, dtype)
             for variant, fn in spec.variants.items():
-                ms = time_ms(fn, lambda: spec.make_args(shape, dtype), nbytes or 0)
+                ms = time_ms(fn, functools.partial(spec.make_args, shape, dtype), nbytes or 0)
                 rec = records.record(spec.kernel, variant, spec.direction, dtype_name(dtype), shape, ms, nbytes, flops)
                 out.append(rec)
                 done += 1
