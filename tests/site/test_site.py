@@ -55,7 +55,7 @@ def find_chromium() -> str:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the signature of the base class
+    def log_message(self, *args):
         pass
 
 
@@ -89,12 +89,18 @@ def browser() -> Iterator[Browser]:
         try:
             browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         except Error as exc:
-            pytest.fail(f"could not start Chromium from {executable}: {exc}", pytrace=False)
+            browser, problem = None, exc.message
+        if browser is None:
+            pytest.fail(
+                f"could not start Chromium from {executable} (install Debian's `chromium` package, or set CHROMIUM "
+                f"to a working Chromium-based browser): {problem}",
+                pytrace=False,
+            )
         yield browser
         browser.close()
 
 
-@dataclass
+@dataclass(repr=False)
 class Browsing:
     """A browser context on the served site that records, for every page it opens, the console errors,
     uncaught exceptions and requests to any host other than 127.0.0.1 (which are blocked)."""
@@ -194,7 +200,7 @@ def test_example_figures_load(browsing: Browsing):
             return imgs.map((img) => ({src: img.currentSrc || img.src, width: img.naturalWidth}));
         }"""
     )
-    assert images, f"{EXAMPLE} shows no images"
+    assert images, f"{EXAMPLE} shows no images (did the lesson draw no figure, e.g. with no results in docs/results?)"
     broken = [img["src"] for img in images if img["width"] == 0]
     assert not broken, "images that did not load:\n" + "\n".join(broken)
     assert any("sphx_glr_plot_01_vector_add_" in img["src"] for img in images), (
