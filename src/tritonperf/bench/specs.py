@@ -1,18 +1,17 @@
 """What ``tritonperf bench`` measures: one :class:`BenchSpec` per kernel and direction.
 
-Adding a kernel to the benchmarks means adding one function here that builds
-its spec, and listing it in :data:`SPECS`.
+Adding a kernel to the benchmarks means adding one module to :mod:`tritonperf.bench.suites`
+with a function ``specs()`` that returns its specs, and naming it in :data:`SPECS`.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
-
-from ..testing import random_tensor
 
 Shape = dict[str, Any]
 
@@ -48,36 +47,11 @@ class BenchSpec:
     flops: Callable[[Shape, torch.dtype], int | None] = lambda shape, dtype: None
 
 
-def vector_add_spec() -> BenchSpec:
-    from ..kernels.vector_add import vector_add, vector_add_bytes
-
-    def make_args(shape: Shape, dtype: torch.dtype) -> tuple:
-        n = shape["N"]
-        return random_tensor((n,), dtype, "cuda"), random_tensor((n,), dtype, "cuda"), torch.empty(n, dtype=dtype, device="cuda")
-
-    return BenchSpec(
-        kernel="vector_add",
-        direction="fwd",
-        metric="GBps",
-        x="N",
-        shapes=[{"N": 1 << k} for k in range(12, 29, 2)],
-        quick_shapes=[{"N": 1 << k} for k in range(16, 29, 4)],
-        dtypes=[torch.float32, torch.float16],
-        make_args=make_args,
-        variants={
-            "tritonperf": lambda x, y, out: vector_add(x, y, out),
-            "torch": lambda x, y, out: torch.add(x, y, out=out),
-            # The first lesson's starting point: small blocks, one element per thread.
-            "step-1-block-128": lambda x, y, out: vector_add(x, y, out, block_size=128, num_warps=4),
-        },
-        nbytes=lambda shape, dtype: vector_add_bytes(shape["N"], dtype),
-    )
-
-
-#: Kernel name -> builders of its specs (one per direction). Specs are built on demand,
-#: so importing this module neither compiles kernels nor touches the GPU.
-SPECS: dict[str, list[Callable[[], BenchSpec]]] = {
-    "vector_add": [vector_add_spec],
+#: Kernel name -> the module under :mod:`tritonperf.bench.suites` that holds its specs, as a
+#: function ``specs() -> list[BenchSpec]`` (one spec per direction). Modules are imported on
+#: demand, so importing this one neither compiles kernels nor touches the GPU.
+SPECS: dict[str, str] = {
+    "vector_add": "vector_add",
 }
 
 
@@ -85,4 +59,5 @@ def specs_for(kernel: str) -> list[BenchSpec]:
     """The specs of one kernel; ValueError naming the known kernels otherwise."""
     if kernel not in SPECS:
         raise ValueError(f"unknown kernel {kernel!r}; known: {', '.join(SPECS)}")
-    return [build() for build in SPECS[kernel]]
+    module = importlib.import_module(f"tritonperf.bench.suites.{SPECS[kernel]}")
+    return [spec for spec in module.specs() if spec.kernel == kernel]

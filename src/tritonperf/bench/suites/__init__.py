@@ -1,0 +1,1 @@
+"""One module per kernel family, each with a function ``specs()`` returning its :class:`~tritonperf.bench.specs.BenchSpec` list."""
