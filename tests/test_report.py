@@ -54,6 +54,6 @@ def test_results_page(sample_doc, tmp_path):
     page = report.results_page([path], tmp_path / "img", "/img")
     assert "## Example GPU" in page and "copy_GBps" in page
     assert (tmp_path / "img" / "example-gpu-vector_add-fwd-float32.png").stat().st_size > 0
-    assert "| vector_add | fwd | float32 | N=16777216 | tritonperf |" in page
+    assert "| N=16777216 | 1,007 | 805 | 503 | 101% | 1.25× |" in page
     assert "No results have been recorded" in report.results_page([], tmp_path / "img", "/img")
     plt.close("all")

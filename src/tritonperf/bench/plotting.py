@@ -31,6 +31,11 @@ def ceiling_for(doc: dict[str, Any], metric: str, dtype: str) -> tuple[str, floa
     return (key, value) if value else None
 
 
+def variant_order(variant: str) -> tuple:
+    """Sort key: ours first, then the torch baselines, then the teaching steps."""
+    return (not variant.startswith("tritonperf"), not variant.startswith("torch"), variant)
+
+
 def plot_results(
     doc: dict[str, Any], kernel: str, dtype: str, *, live: bool, direction: str = "fwd", title: str | None = None
 ) -> Figure:
@@ -52,7 +57,7 @@ def plot_results(
 
     # A white face keeps the figure readable on the site's dark theme too.
     fig, ax = plt.subplots(figsize=(8, 4.8), facecolor="white", layout="constrained")
-    for label, points in sorted(lines.items(), key=lambda kv: (not kv[0].startswith("tritonperf"), kv[0])):
+    for label, points in sorted(lines.items(), key=lambda kv: variant_order(kv[0])):
         xs, ys = zip(*sorted(points), strict=True)
         ours = label.startswith("tritonperf")
         # Ours on top and thicker: it often overlaps the best baseline.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .plotting import ceiling_for
+from .plotting import ceiling_for, variant_order
 
 
 def _case(r: dict[str, Any]) -> tuple:
@@ -111,6 +111,26 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
             fig.savefig(image_dir / f"{name}.png", dpi=110)
             plt.close(fig)
             parts.append(f"### {kernel} {direction}, {dtype}\n\n![{kernel} {direction} {dtype} on {p['gpu']}]({image_url}/{name}.png)\n")
-        rows = table_rows(doc)
-        parts.append("All records of this run:\n\n" + markdown_table(TABLE_HEADER, rows) + "\n")
+            parts.append(markdown_table(*pivot(doc, kernel, direction, dtype)) + "\n")
     return "\n".join(parts)
+
+
+def pivot(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> tuple[list[str], list[list[str]]]:
+    """One row per shape, one rate column per variant, then ours as % of ceiling and against the best torch."""
+    rows = [r for r in summarize(doc) if (r["kernel"], r["direction"], r["dtype"]) == (kernel, direction, dtype)]
+    variants = sorted({r["variant"] for r in rows}, key=variant_order)
+    unit = "TFLOPS" if rows and rows[0]["metric"] == "TFLOPS" else "GB/s"
+    by_shape: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by_shape.setdefault(shape_text(r["shape"]), {})[r["variant"]] = r
+    table = []
+    for shape, cells in by_shape.items():
+        ours = cells.get("tritonperf")
+        table.append([
+            shape,
+            *(f"{cells[v]['rate']:,.0f}" if v in cells and cells[v]["rate"] else "–" for v in variants),
+            f"{ours['pct_of_ceiling']:.0f}%" if ours and ours["pct_of_ceiling"] is not None else "–",
+            f"{ours['vs_best_torch']:.2f}×" if ours and ours["vs_best_torch"] is not None else "–",
+        ])
+    header = ["shape", *(f"{v} ({unit})" for v in variants), "tritonperf: % of ceiling", "tritonperf vs best torch"]
+    return header, table
