@@ -5,8 +5,29 @@ on a CUDA GPU when one is visible, otherwise through Triton's interpreter on the
 """
 
 from . import runtime  # first: it sets TRITON_INTERPRET before any kernel is defined
-from .kernels import vector_add, vector_add_bytes, vector_add_reference
+from .kernels import (
+    SoftmaxPlan,
+    softmax,
+    softmax_backward,
+    softmax_backward_reference,
+    softmax_bytes,
+    softmax_plan,
+    softmax_reference,
+    transpose,
+    transpose_bytes,
+    transpose_method,
+    transpose_reference,
+    vector_add,
+    vector_add_bytes,
+    vector_add_reference,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["runtime", "vector_add", "vector_add_bytes", "vector_add_reference", "__version__"]
+__all__ = [
+    "runtime", "__version__",
+    "SoftmaxPlan", "softmax", "softmax_backward", "softmax_backward_reference", "softmax_bytes", "softmax_plan",
+    "softmax_reference",
+    "transpose", "transpose_bytes", "transpose_method", "transpose_reference",
+    "vector_add", "vector_add_bytes", "vector_add_reference",
+]

@@ -39,10 +39,12 @@ def variant_order(variant: str) -> tuple:
 def plot_results(
     doc: dict[str, Any], kernel: str, dtype: str, *, live: bool, direction: str = "fwd", title: str | None = None
 ) -> Figure:
-    """Rate against size for every variant of ``kernel`` in one document, with the measured ceiling.
+    """Rate of every variant of ``kernel`` in one document, with the measured ceiling.
 
-    The caption under the plot says where and when the numbers were measured,
-    and whether they were measured live or read from recorded results.
+    Rate against the spec's x key (one line per variant and value of the other
+    shape keys) when that gives lines of several points; otherwise grouped bars,
+    one group per shape. The caption under the plot says where and when the numbers
+    were measured, and whether they were measured live or read from recorded results.
     """
     spec = next(s for s in specs_for(kernel) if s.direction == direction)
     metric, x = spec.metric, spec.x
@@ -57,22 +59,37 @@ def plot_results(
 
     # A white face keeps the figure readable on the site's dark theme too.
     fig, ax = plt.subplots(figsize=(8, 4.8), facecolor="white", layout="constrained")
-    for label, points in sorted(lines.items(), key=lambda kv: variant_order(kv[0])):
-        xs, ys = zip(*sorted(points), strict=True)
-        ours = label.startswith("tritonperf")
-        # Ours on top and thicker: it often overlaps the best baseline.
-        ax.plot(xs, ys, marker="o", linewidth=2.4 if ours else 1.4, zorder=3 if ours else 2, label=label)
+    if all(len(points) == 1 for points in lines.values()):
+        _bars(ax, rows, metric)
+    else:
+        for label, points in sorted(lines.items(), key=lambda kv: variant_order(kv[0])):
+            xs, ys = zip(*sorted(points), strict=True)
+            ours = label.startswith("tritonperf")
+            # Ours on top and thicker: it often overlaps the best baseline.
+            ax.plot(xs, ys, marker="o", linewidth=2.4 if ours else 1.4, zorder=3 if ours else 2, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(x)
     ceiling = ceiling_for(doc, metric, dtype)
     if ceiling:
         name, value = ceiling
         ax.axhline(value, color="black", linestyle="--", linewidth=1, label=f"ceiling: {name} = {value:,.0f}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel(x)
     ax.set_ylabel(UNITS[metric])
     ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small", framealpha=0.9)
     ax.set_title(title or f"{kernel} {direction}, {dtype}")
     fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
     fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
     return fig
+
+
+def _bars(ax, rows: list[dict[str, Any]], metric: str) -> None:
+    shapes = list(dict.fromkeys(" × ".join(str(v) for v in r["shape"].values()) for r in rows))
+    variants = sorted({r["variant"] for r in rows}, key=variant_order)
+    width = 0.8 / len(variants)
+    for i, variant in enumerate(variants):
+        rates = {" × ".join(str(v) for v in r["shape"].values()): r[metric] for r in rows if r["variant"] == variant}
+        xs = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(shapes))]
+        ax.bar(xs, [rates.get(s, 0) for s in shapes], width, label=variant, zorder=3)
+    ax.set_xticks(range(len(shapes)), shapes)
+    ax.set_xlabel(" × ".join(rows[0]["shape"]))

@@ -24,28 +24,26 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 def count_cases(specs: Iterable[BenchSpec], quick: bool = False) -> int:
     """How many measurements :func:`measure` will make for these specs."""
-    return sum(len(s.quick_shapes if quick else s.shapes) * len(s.dtypes) * len(s.variants) for s in specs)
+    return sum(len(s.cases(quick)) for s in specs)
 
 
 def measure(
     spec: BenchSpec, *, quick: bool = False, progress: Progress | None = None, done: int = 0, total: int = 0
 ) -> list[dict[str, Any]]:
-    """Time every variant of ``spec`` at every shape and dtype; return records.
+    """Time every variant of ``spec`` at every shape and dtype it applies to; return records.
 
     Each measurement draws its own fresh random inputs. Needs a CUDA GPU.
     """
     out = []
-    for dtype in spec.dtypes:
-        for shape in spec.quick_shapes if quick else spec.shapes:
-            nbytes, flops = spec.nbytes(shape, dtype), spec.flops(shape, dtype)
-            for variant, fn in spec.variants.items():
-                ms = time_ms(fn, functools.partial(spec.make_args, shape, dtype), nbytes or 0)
-                rec = records.record(spec.kernel, variant, spec.direction, dtype_name(dtype), shape, ms, nbytes, flops)
-                out.append(rec)
-                done += 1
-                if progress:
-                    progress(done, total, rec)
-            torch.cuda.empty_cache()
+    for dtype, shape, variant in spec.cases(quick):
+        nbytes, flops = spec.nbytes(shape, dtype), spec.flops(shape, dtype)
+        ms = time_ms(spec.variants[variant], functools.partial(spec.make_args, shape, dtype), nbytes or 0)
+        rec = records.record(spec.kernel, variant, spec.direction, dtype_name(dtype), shape, ms, nbytes, flops)
+        out.append(rec)
+        done += 1
+        if progress:
+            progress(done, total, rec)
+        torch.cuda.empty_cache()
     return out
 
 

@@ -32,6 +32,8 @@ class BenchSpec:
         variants: ``name -> fn(*args)``; names follow the records' ``variant`` rules.
         nbytes: bytes a perfect kernel moves for ``(shape, dtype)``, or None.
         flops: floating-point operations for ``(shape, dtype)``, or None.
+        applies: whether a variant runs at ``(variant, shape, dtype)``; a variant that cannot
+            handle some shapes (e.g. needs aligned rows) is left out there, not recorded as failing.
     """
 
     kernel: str
@@ -45,6 +47,17 @@ class BenchSpec:
     variants: dict[str, Callable[..., object]] = field(default_factory=dict)
     nbytes: Callable[[Shape, torch.dtype], int | None] = lambda shape, dtype: None
     flops: Callable[[Shape, torch.dtype], int | None] = lambda shape, dtype: None
+    applies: Callable[[str, Shape, torch.dtype], bool] = lambda variant, shape, dtype: True
+
+    def cases(self, quick: bool = False) -> list[tuple[torch.dtype, Shape, str]]:
+        """Every (dtype, shape, variant) to measure, in order."""
+        return [
+            (dtype, shape, variant)
+            for dtype in self.dtypes
+            for shape in (self.quick_shapes if quick else self.shapes)
+            for variant in self.variants
+            if self.applies(variant, shape, dtype)
+        ]
 
 
 #: Kernel name -> the module under :mod:`tritonperf.bench.suites` that holds its specs, as a
@@ -52,7 +65,31 @@ class BenchSpec:
 #: demand, so importing this one neither compiles kernels nor touches the GPU.
 SPECS: dict[str, str] = {
     "vector_add": "vector_add",
+    "softmax": "softmax",
+    "transpose": "transpose",
 }
+
+
+def compiled(fn: Callable[..., object]) -> Callable[..., object]:
+    """``torch.compile(fn, dynamic=False)``, built on first call, allowed to recompile for every shape of a sweep.
+
+    Compilation happens during the timer's warm-up, so it never enters a measurement.
+    """
+    compiled_fn = None
+
+    def call(*args):
+        nonlocal compiled_fn
+        if compiled_fn is None:
+            import torch._dynamo
+
+            config = torch._dynamo.config
+            for name in ("recompile_limit", "accumulated_recompile_limit", "cache_size_limit", "accumulated_cache_size_limit"):
+                if hasattr(config, name):
+                    setattr(config, name, max(getattr(config, name), 1024))
+            compiled_fn = torch.compile(fn, dynamic=False)
+        return compiled_fn(*args)
+
+    return call
 
 
 def specs_for(kernel: str) -> list[BenchSpec]:

@@ -1,5 +1,20 @@
 """The package's kernels, one module per family."""
 
+from .softmax import (
+    SoftmaxPlan,
+    softmax,
+    softmax_backward,
+    softmax_backward_reference,
+    softmax_bytes,
+    softmax_plan,
+    softmax_reference,
+)
+from .transpose import transpose, transpose_bytes, transpose_method, transpose_reference
 from .vector_add import vector_add, vector_add_bytes, vector_add_reference
 
-__all__ = ["vector_add", "vector_add_bytes", "vector_add_reference"]
+__all__ = [
+    "SoftmaxPlan", "softmax", "softmax_backward", "softmax_backward_reference", "softmax_bytes", "softmax_plan",
+    "softmax_reference",
+    "transpose", "transpose_bytes", "transpose_method", "transpose_reference",
+    "vector_add", "vector_add_bytes", "vector_add_reference",
+]

@@ -1,0 +1,836 @@
+"""Layer norm and RMS norm over the last dimension, forward and backward.
+
+Both normalize each row of an ``(..., N)`` tensor on its own: layer norm subtracts the row mean
+and divides by the row standard deviation, then scales by ``weight`` and shifts by ``bias``;
+RMS norm divides by the root mean square and scales by ``weight``. A few operations per element
+against two bytes moved per element in half precision: both directions are memory bound, and the
+goal is to move the minimal bytes (see :func:`layer_norm_bytes`) as fast as a device copy.
+
+The forward pass keeps each row in registers when it fits (several short rows per program, one long
+row per program with more warps) and streams rows of any length through two passes over tiles
+otherwise. It saves ``mean`` and ``rstd`` (float32, one per row) for the backward pass.
+
+The backward pass runs a persistent grid: each program owns a contiguous group of rows, computes
+their ``dx``, and adds ``dy * x̂`` (for ``dweight``) and ``dy`` (for ``dbias``) into float32
+accumulators it keeps across its rows; it writes one partial row per program, and a small second
+kernel sums the partial rows. No program ever waits for another.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import validation
+
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+Direction = Literal["fwd", "bwd"]
+
+
+# -- references ----------------------------------------------------------------------------------
+def layer_norm_reference(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float = 1e-5
+) -> torch.Tensor:
+    """Layer norm over the last dimension, computed in float64 (returned in float64).
+
+    Reads ``M * N`` elements of ``x`` (``M`` = product of the leading dimensions) and ``N`` of
+    ``weight`` and ``bias``; writes ``M * N``. Differentiable, so it also gives reference gradients.
+    """
+    x64 = x.double()
+    mean = x64.mean(dim=-1, keepdim=True)
+    centered = x64 - mean
+    y = centered * torch.rsqrt((centered * centered).mean(dim=-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight.double()
+    if bias is not None:
+        y = y + bias.double()
+    return y
+
+
+def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor | None, eps: float = 1e-6) -> torch.Tensor:
+    """RMS norm over the last dimension, computed in float64 (returned in float64).
+
+    Reads ``M * N`` elements of ``x`` and ``N`` of ``weight``; writes ``M * N``. Differentiable.
+    """
+    x64 = x.double()
+    y = x64 * torch.rsqrt((x64 * x64).mean(dim=-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight.double()
+    return y
+
+
+# -- kernels -------------------------------------------------------------------------------------
+# One set of kernels serves both norms: RMS is a constexpr flag, so each norm compiles to its own
+# code with no run-time branch. Rows are addressed through a row stride (the last dimension must be
+# contiguous); row indices are int64, so M * N may pass 2**31 elements.
+
+
+@triton.jit
+def norm_fwd_kernel(
+    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
+    M, N, stride_x, stride_y, eps,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # Rows that fit in registers: each step of the loop normalizes a [ROWS, BLOCK_N] tile, one row per
+    # line of the tile. The grid is persistent: program p takes tiles p, p + P, p + 2P, ... so that the
+    # programs running together read neighbouring memory, and weight and bias are loaded once.
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    if HAS_W:
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    if HAS_B:
+        b = tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    n_tiles = tl.cdiv(M, ROWS)
+    for tile in tl.range(pid.to(tl.int64), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        rows = tile * ROWS + tl.arange(0, ROWS)
+        row_mask = rows < M
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        if RMS:
+            xc = x
+        else:
+            mean = tl.sum(x, axis=1) / N
+            # Lanes past the end of the row must not add (0 - mean)² to the variance.
+            xc = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)
+        y = xc * rstd[:, None]
+        if HAS_W:
+            y = y * w[None, :]
+        if HAS_B:
+            y = y + b[None, :]
+        tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+        if not RMS:
+            tl.store(mean_ptr + rows, mean, mask=row_mask)
+        tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+
+
+@triton.jit
+def norm_fwd_tiled_kernel(
+    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
+    M, N, stride_x, stride_y, eps,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # Rows of any length: one row at a time per program, two passes over BLOCK_N-wide tiles. The first
+    # pass gathers the statistics; the second re-reads the row (mostly from L2: it was just read) and
+    # writes the output.
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_N)
+    for row in tl.range(pid.to(tl.int64), M, tl.num_programs(0)):
+        x_row = x_ptr + row * stride_x
+        y_row = y_ptr + row * stride_y
+        # Pass 1: per-lane sums of d = x - shift and of d², reduced across lanes once at the end.
+        # Layer norm shifts by the mean of the first tile: any shift gives the same variance
+        # E[d²] - E[d]², and one close to the mean keeps that difference free of cancellation.
+        if RMS:
+            shift = 0.0
+        else:
+            shift = tl.sum(tl.load(x_row + offs, mask=offs < N, other=0.0).to(tl.float32), axis=0) / BLOCK_N
+        s1 = tl.zeros((BLOCK_N,), tl.float32)
+        s2 = tl.zeros((BLOCK_N,), tl.float32)
+        for start in tl.range(0, N, BLOCK_N):
+            cols = start + offs
+            mask = cols < N
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            d = tl.where(mask, x - shift, 0.0)
+            s1 += d
+            s2 += d * d
+        if RMS:
+            mean = 0.0
+            var = tl.sum(s2, axis=0) / N  # the mean square
+        else:
+            mean_d = tl.sum(s1, axis=0) / N
+            mean = shift + mean_d
+            var = tl.maximum(tl.sum(s2, axis=0) / N - mean_d * mean_d, 0.0)
+        rstd = tl.rsqrt(var + eps)
+        # Pass 2: normalize, scale, shift.
+        for start in tl.range(0, N, BLOCK_N):
+            cols = start + offs
+            mask = cols < N
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            y = (x - mean) * rstd
+            if HAS_W:
+                y = y * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            if HAS_B:
+                y = y + tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+        if not RMS:
+            tl.store(mean_ptr + row, mean)
+        tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
+def norm_bwd_kernel(
+    x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr,
+    M, N, stride_x, stride_dy, stride_dx, rows_per_program,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # Rows that fit in registers. Program p owns rows [p * rows_per_program, (p + 1) * rows_per_program),
+    # walks them in [ROWS, BLOCK_N] tiles, writes dx, and keeps its share of dweight and dbias in
+    # float32 registers until the end, when it writes them as row p of the partial buffers.
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    if HAS_W:
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    db_acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    row_start = pid.to(tl.int64) * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    for first_row in tl.range(row_start, row_end, ROWS, num_stages=NUM_STAGES):
+        rows = first_row + tl.arange(0, ROWS)
+        row_mask = rows < row_end
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
+                     eviction_policy="evict_first").to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        if RMS:
+            xhat = x * rstd[:, None]
+        else:
+            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+        if HAS_W:
+            wdy = dy * w[None, :]
+        else:
+            wdy = dy
+        # dx = rstd * (w·dy - mean(w·dy · x̂) · x̂ - mean(w·dy)); RMS norm has no mean(w·dy) term.
+        c1 = tl.sum(xhat * wdy, axis=1) / N
+        if RMS:
+            dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
+        else:
+            c2 = tl.sum(wdy, axis=1) / N
+            dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
+        tl.store(dx_ptr + rows[:, None] * stride_dx + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        # dy is 0 on masked lanes, so they add nothing.
+        if DW:
+            dw_acc += dy * xhat
+        if DB:
+            db_acc += dy
+    part = pid.to(tl.int64) * N + cols
+    if DW:
+        tl.store(dw_part_ptr + part, tl.sum(dw_acc, axis=0), mask=col_mask)
+    if DB:
+        tl.store(db_part_ptr + part, tl.sum(db_acc, axis=0), mask=col_mask)
+
+
+@triton.jit
+def norm_bwd_tiled_kernel(
+    x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr,
+    M, N, stride_x, stride_dy, stride_dx, rows_per_program,
+    RMS: tl.constexpr, HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # Rows too long for registers. Same ownership as norm_bwd_kernel, ROWS rows at a time: pass 1
+    # over the rows' [ROWS, BLOCK_N] tiles computes the two row sums dx needs, pass 2 re-reads the
+    # tiles (from L2, mostly), writes dx and adds the tiles' column sums into the program's own
+    # partial rows: one read-modify-write of the partial rows per ROWS rows, kept in L2 by the
+    # launcher's choice of the number of programs. A program alone writes its partial rows: no atomics.
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_N)
+    part_row = pid.to(tl.int64) * N
+    row_start = pid.to(tl.int64) * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    if DW or DB:  # start the program's partial rows at zero
+        for start in tl.range(0, N, BLOCK_N):
+            cols = start + offs
+            if DW:
+                tl.store(dw_part_ptr + part_row + cols, tl.zeros((BLOCK_N,), tl.float32), mask=cols < N)
+            if DB:
+                tl.store(db_part_ptr + part_row + cols, tl.zeros((BLOCK_N,), tl.float32), mask=cols < N)
+    for first_row in tl.range(row_start, row_end, ROWS):
+        rows = first_row + tl.arange(0, ROWS)
+        row_mask = rows < row_end
+        x_rows = x_ptr + rows[:, None] * stride_x
+        dy_rows = dy_ptr + rows[:, None] * stride_dy
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)[:, None]
+        if RMS:
+            mean = tl.zeros((ROWS, 1), tl.float32)
+        else:
+            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)[:, None]
+        acc1 = tl.zeros((ROWS, BLOCK_N), tl.float32)
+        acc2 = tl.zeros((ROWS, BLOCK_N), tl.float32)
+        for start in tl.range(0, N, BLOCK_N):
+            cols = (start + offs)[None, :]
+            mask = row_mask[:, None] & (cols < N)
+            x = tl.load(x_rows + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            wdy = tl.load(dy_rows + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            if HAS_W:
+                wdy = wdy * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+            acc1 += tl.where(mask, (x - mean) * rstd, 0.0) * wdy
+            acc2 += wdy
+        c1 = (tl.sum(acc1, axis=1) / N)[:, None]
+        c2 = (tl.sum(acc2, axis=1) / N)[:, None]
+        for start in tl.range(0, N, BLOCK_N):
+            cols = (start + offs)[None, :]
+            mask = row_mask[:, None] & (cols < N)
+            x = tl.load(x_rows + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            dy = tl.load(dy_rows + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+            xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+            if HAS_W:
+                wdy = dy * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+            else:
+                wdy = dy
+            if RMS:
+                dx = (wdy - xhat * c1) * rstd
+            else:
+                dx = (wdy - (xhat * c1 + c2)) * rstd
+            tl.store(dx_ptr + rows[:, None] * stride_dx + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+            part_cols = start + offs
+            if DW:
+                dw_ptrs = dw_part_ptr + part_row + part_cols
+                prev = tl.load(dw_ptrs, mask=part_cols < N, other=0.0, eviction_policy="evict_last")
+                tl.store(dw_ptrs, prev + tl.sum(dy * xhat, axis=0), mask=part_cols < N)
+            if DB:
+                db_ptrs = db_part_ptr + part_row + part_cols
+                prev = tl.load(db_ptrs, mask=part_cols < N, other=0.0, eviction_policy="evict_last")
+                tl.store(db_ptrs, prev + tl.sum(dy, axis=0), mask=part_cols < N)
+
+
+@triton.jit
+def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+    # Column sums of a float32 [S, P, N] buffer into an [S, N] output: axis 0 of the grid walks
+    # column blocks, axis 1 picks which of the S sums (dweight, dbias).
+    pid_c = tl.program_id(0)
+    which = tl.program_id(1).to(tl.int64)
+    cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    col_mask = cols < N
+    base = part_ptr + which * P * N
+    acc = tl.zeros((BLOCK_P, BLOCK_C), tl.float32)
+    for p0 in tl.range(0, P, BLOCK_P):
+        rows = p0 + tl.arange(0, BLOCK_P)
+        mask = (rows < P)[:, None] & col_mask[None, :]
+        acc += tl.load(base + rows.to(tl.int64)[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + which * N + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=col_mask)
+
+
+# -- configurations ------------------------------------------------------------------------------
+# Rows held in registers: (largest BLOCK_N, rows per tile, num_warps); the first line whose BLOCK_N
+# covers next_power_of_2(N) applies. Short rows are grouped so a tile holds >= 4096 elements (8 KiB
+# in half precision); warps grow with the tile so each thread holds 16-32 elements, enough for
+# 16-byte loads without spilling (compiled for sm_90, 32768 columns in 32 warps spill). The backward
+# holds four such arrays (x, dy and two accumulators), hence its smaller tiles.
+FWD_CONFIGS = (
+    (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 4, 4), (2048, 2, 8), (4096, 1, 8), (8192, 1, 16), (16384, 1, 16),
+)
+BWD_CONFIGS = ((128, 16, 4), (256, 8, 4), (512, 4, 4), (1024, 2, 4), (2048, 1, 4), (4096, 1, 8), (8192, 1, 16))
+# Longer rows, streamed in two passes over tiles: (BLOCK_N, rows per tile, num_warps). The forward
+# takes one row at a time; the backward takes two, which halves its updates of the partial sums.
+FWD_TILED = (8192, 1, 16)
+BWD_TILED = (2048, 2, 8)
+# The tiled backward re-reads each group of rows from L2 and updates its partial rows there: the
+# launcher caps the programs so that their partial rows and current rows fit this share of L2.
+TILED_L2_SHARE = 0.5
+# sum_partials_kernel's tile: BLOCK_P partial rows by BLOCK_C columns.
+SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS = 16, 256, 4
+# Interpreter mode has no GPU to ask: a few "SMs" are enough to exercise the persistent loops.
+INTERPRETER_SMS, INTERPRETER_L2 = 4, 1 << 20
+
+
+@dataclass(frozen=True)
+class NormConfig:
+    """How a norm kernel is launched.
+
+    Attributes:
+        block_n: columns per tile, a power of two; ``block_n >= N`` keeps whole rows in registers,
+            smaller values stream longer rows through two passes over tiles.
+        rows: rows per tile.
+        num_warps: warps per program.
+        programs: programs launched (a persistent grid: each handles many tiles).
+        num_stages: software-pipelining depth of the loop over rows (1: none; register path only).
+        tiled: True when rows are streamed through tiles rather than held in registers.
+    """
+
+    block_n: int
+    rows: int
+    num_warps: int
+    programs: int
+    num_stages: int = 1
+    tiled: bool = False
+
+
+@functools.cache
+def _device_info(device: torch.device) -> tuple[int, int]:
+    """(SM count, L2 bytes) of a CUDA device; small stand-ins in interpreter mode."""
+    if device.type != "cuda":
+        return INTERPRETER_SMS, INTERPRETER_L2
+    props = torch.cuda.get_device_properties(device)
+    return props.multi_processor_count, props.L2_cache_size
+
+
+def _power_of_two(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1 or value & (value - 1):
+        raise ValueError(f"{name} must be a positive power of two, got {value!r}")
+
+
+def _positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def norm_config(
+    M: int,
+    N: int,
+    direction: Direction,
+    device: torch.device | str,
+    *,
+    n_sums: int = 0,
+    itemsize: int = 2,
+    per_sm: int | None = None,
+    block_n: int | None = None,
+    rows: int | None = None,
+    num_warps: int | None = None,
+    programs: int | None = None,
+    num_stages: int | None = None,
+) -> NormConfig:
+    """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
+
+    Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
+    choice in interpreter mode): :data:`FWD_CONFIGS` / :data:`BWD_CONFIGS` when rows fit in registers,
+    :data:`FWD_TILED` / :data:`BWD_TILED` above. The grid is persistent: ``programs`` defaults to
+    ``per_sm`` programs per SM (the launchers measure it with :func:`programs_per_sm`; left at None,
+    an estimate from ``num_warps``), never more than there are tiles. ``n_sums`` (the number of
+    weight gradients the backward accumulates: 0, 1 or 2) and ``itemsize`` (bytes per element of
+    ``x``) cap the programs of the tiled backward, whose working set must stay in L2.
+    """
+    for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
+        if value is not None:
+            _power_of_two(name, value)
+    for name, value in (("programs", programs), ("num_stages", num_stages)):
+        if value is not None:
+            _positive(name, value)
+    if num_warps is not None and num_warps > 32:
+        raise ValueError(f"num_warps must be at most 32, got {num_warps}")
+    table, tiled_default = (FWD_CONFIGS, FWD_TILED) if direction == "fwd" else (BWD_CONFIGS, BWD_TILED)
+    whole_row = triton.next_power_of_2(max(N, 1))
+    if block_n is None:
+        block_n = whole_row if whole_row <= table[-1][0] else tiled_default[0]
+    sms, l2 = _device_info(torch.device(device))
+    if block_n >= N:  # whole rows in registers
+        default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, table[-1][2]))
+        rows = rows or default_rows
+        num_warps = num_warps or default_warps
+        tiles = triton.cdiv(M, rows)
+        programs = programs or sms * (per_sm or max(1, 16 // num_warps))
+    else:  # long rows, two passes over tiles
+        rows = rows or tiled_default[1]
+        num_warps = num_warps or tiled_default[2]
+        if direction == "fwd" and rows != 1:
+            raise ValueError(f"the tiled forward takes one row at a time (rows=1), got rows={rows}")
+        tiles = triton.cdiv(M, rows)
+        default_programs = sms * (per_sm or max(1, 16 // num_warps))
+        if direction == "bwd":
+            per_program = N * (4 * n_sums + 2 * rows * itemsize)  # partial rows + the rows re-read
+            default_programs = max(1, min(default_programs, int(l2 * TILED_L2_SHARE) // per_program))
+        programs = programs or default_programs
+    return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N)
+
+
+# -- launchers -----------------------------------------------------------------------------------
+def _as_rows(t: torch.Tensor, n: int) -> torch.Tensor:
+    """``t`` as an ``(M, n)`` matrix whose rows are contiguous: a view when strides allow, else a copy."""
+    rows = t.reshape(-1, n)
+    if rows.stride(1) != 1 and n > 1:
+        rows = rows.contiguous()
+    return rows
+
+
+def _check_eps(eps: float) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+
+
+def _check_inputs(x: torch.Tensor, params: dict[str, torch.Tensor | None], eps: float) -> None:
+    """Validate ``x`` and its per-column parameters; raise before anything is launched."""
+    validation.check_tensor("x", x)
+    given = {name: validation.check_tensor(name, t) for name, t in params.items() if t is not None}
+    validation.check_device(x=x, **given)
+    validation.check_dtype("x", x, SUPPORTED_DTYPES)
+    if x.dim() < 1:
+        raise ValueError("x must have at least one dimension (the one normalized), got a 0-d tensor")
+    n = x.shape[-1]
+    for name, t in given.items():
+        if t.dim() != 1 or t.shape[0] != n:
+            raise ValueError(f"{name} must have shape ({n},), the last dimension of x, got {tuple(t.shape)}")
+        validation.check_dtype(name, t, dict.fromkeys((x.dtype, torch.float32)))
+    if len(given) == 2:
+        validation.check_same("dtype", **given)
+    _check_eps(eps)
+
+
+def _check_out(name: str, out: torch.Tensor, like: torch.Tensor) -> None:
+    validation.check_tensor(name, out)
+    validation.check_device(**{"x": like, name: out})
+    validation.check_same("dtype", **{"x": like, name: out})
+    validation.check_same("shape", **{"x": like, name: out})
+    validation.check_contiguous(**{name: out})
+
+
+_PER_SM: dict[tuple, int] = {}
+
+
+def programs_per_sm(kernel, args: tuple, consts: dict, num_warps: int, device: torch.device) -> int:
+    """How many programs of ``kernel``, compiled for these arguments, one SM runs at once.
+
+    A persistent grid must not launch more programs than the GPU runs at once: the extra ones
+    would start only when others had finished their whole share, and the pass would take two
+    rounds. The limits are the compiled kernel's registers and shared memory and the SM's
+    threads; the answer is cached per kernel, constants, warps and dtypes. In interpreter mode,
+    and should the compiler's report be unavailable, a plain estimate from ``num_warps``.
+    """
+    estimate = max(1, 16 // num_warps)
+    if device.type != "cuda":
+        return estimate
+    dtypes = tuple(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
+    key = (id(kernel), tuple(sorted(consts.items())), num_warps, dtypes, device.index)
+    if key not in _PER_SM:
+        try:
+            compiled = kernel.warmup(*args, grid=(1,), **consts, num_warps=num_warps)
+            getattr(compiled, "_init_handles", lambda: None)()  # loads the binary: sets n_regs
+            n_regs, shared = compiled.n_regs, compiled.metadata.shared
+        except (AttributeError, TypeError):  # a Triton without these entry points
+            return estimate
+        props = torch.cuda.get_device_properties(device)
+        threads = 32 * num_warps
+        limits = [props.max_threads_per_multi_processor // threads, 32]
+        if n_regs:  # registers are allocated per warp, in units of 256
+            per_warp = -(-n_regs * 32 // 256) * 256
+            limits.append(getattr(props, "regs_per_multiprocessor", 65536) // (per_warp * num_warps))
+        if shared:
+            limits.append(props.shared_memory_per_multiprocessor // shared)
+        _PER_SM[key] = max(1, min(limits))
+    return _PER_SM[key]
+
+
+def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
+    n = x.shape[-1]
+    y = torch.empty_like(x, memory_format=torch.contiguous_format) if out is None else out
+    m = math.prod(x.shape[:-1])
+    mean = torch.empty(m, dtype=torch.float32, device=x.device)
+    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    if m == 0 or n == 0:
+        mean.fill_(float("nan"))  # the statistics of empty rows are undefined, as in torch
+        rstd.fill_(float("nan"))
+        return y, mean, rstd
+    cfg = norm_config(m, n, "fwd", x.device, **knobs)
+    x2, y2 = _as_rows(x, n), y.view(-1, n)
+    w = weight.contiguous() if weight is not None else x2
+    b = bias.contiguous() if bias is not None else x2
+    args = (x2, y2, w, b, mean, rstd, m, n, x2.stride(0), y2.stride(0), float(eps))
+    consts = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "BLOCK_N": cfg.block_n}
+    kernel = norm_fwd_tiled_kernel if cfg.tiled else norm_fwd_kernel
+    if not cfg.tiled:
+        consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages}
+    if knobs.get("programs") is None:  # as many programs as the GPU runs at once
+        per_sm = programs_per_sm(kernel, args, consts, cfg.num_warps, x.device)
+        cfg = norm_config(m, n, "fwd", x.device, per_sm=per_sm, **knobs)
+    kernel[(cfg.programs,)](*args, **consts, num_warps=cfg.num_warps)
+    return y, mean, rstd
+
+
+def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, knobs):
+    n, m = x.shape[-1], math.prod(x.shape[:-1])
+    dx = torch.empty_like(x, memory_format=torch.contiguous_format) if dx is None else dx
+    sums = [t for t, wanted in ((weight, grad_weight), (bias, grad_bias)) if t is not None and wanted]
+    # dweight and dbias share one [S, N] tensor, filled by one launch of sum_partials_kernel.
+    grads = torch.empty((len(sums), n), dtype=sums[0].dtype if sums else x.dtype, device=x.device)
+    dw = grads[0] if weight is not None and grad_weight else None
+    db = grads[-1] if bias is not None and grad_bias else None
+    if m == 0 or n == 0:
+        grads.zero_()  # no rows: the weight gradients are sums of nothing
+        return dx, dw, db
+    sizes = {"n_sums": len(sums), "itemsize": x.element_size()}
+    cfg = norm_config(m, n, "bwd", x.device, **sizes, **knobs)
+    x2, dy2, dx2 = _as_rows(x, n), _as_rows(dy, n), dx.view(-1, n)
+    w = weight.contiguous() if weight is not None else x2
+    stats = mean if mean is not None else rstd
+    consts = {"RMS": rms, "HAS_W": weight is not None, "DW": dw is not None, "DB": db is not None,
+              "ROWS": cfg.rows, "BLOCK_N": cfg.block_n}
+    kernel = norm_bwd_tiled_kernel if cfg.tiled else norm_bwd_kernel
+    if not cfg.tiled:
+        consts["NUM_STAGES"] = cfg.num_stages
+
+    def arguments(programs: int, partials: torch.Tensor) -> tuple:
+        rows_per_program = triton.cdiv(triton.cdiv(m, cfg.rows), programs) * cfg.rows
+        dw_part = partials[0] if dw is not None else partials
+        db_part = partials[-1] if db is not None else partials
+        return (x2, dy2, dx2, w, stats, rstd, dw_part, db_part, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program)
+
+    if knobs.get("programs") is None:  # as many programs as the GPU runs at once
+        per_sm = programs_per_sm(kernel, arguments(cfg.programs, rstd[None]), consts, cfg.num_warps, x.device)
+        cfg = norm_config(m, n, "bwd", x.device, per_sm=per_sm, **sizes, **knobs)
+    rows_per_program = triton.cdiv(triton.cdiv(m, cfg.rows), cfg.programs) * cfg.rows
+    programs = triton.cdiv(m, rows_per_program)  # every program launched owns at least one row
+    partials = torch.empty((len(sums), programs, n), dtype=torch.float32, device=x.device)
+    kernel[(programs,)](*arguments(programs, partials), **consts, num_warps=cfg.num_warps)
+    if sums:
+        grid = (triton.cdiv(n, SUM_BLOCK_C), len(sums))
+        sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=SUM_BLOCK_C, num_warps=SUM_WARPS)
+    return dx, dw, db
+
+
+def _check_bwd(dy, x, params, mean, rstd, dx):
+    _check_inputs(x, params, 0.0)
+    validation.check_tensor("dy", dy)
+    validation.check_device(x=x, dy=dy)
+    validation.check_same("dtype", x=x, dy=dy)
+    validation.check_same("shape", x=x, dy=dy)
+    m = math.prod(x.shape[:-1])
+    for name, t in (("mean", mean), ("rstd", rstd)):
+        if t is None:
+            continue
+        validation.check_tensor(name, t)
+        validation.check_device(x=x, **{name: t})
+        validation.check_dtype(name, t, (torch.float32,))
+        if t.dim() != 1 or t.shape[0] != m:
+            raise ValueError(f"{name} must be a float32 vector of one value per row, shape ({m},), got {tuple(t.shape)}")
+        validation.check_contiguous(**{name: t})
+    if dx is not None:
+        _check_out("dx", dx, x)
+
+
+def layer_norm_fwd(
+    x: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    eps: float = 1e-5,
+    *,
+    out: torch.Tensor | None = None,
+    block_n: int | None = None,
+    rows: int | None = None,
+    num_warps: int | None = None,
+    programs: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Layer norm forward over the last dimension, with the statistics the backward pass needs.
+
+    Args:
+        x: tensor of shape ``(..., N)``, float32, float16 or bfloat16, on a CUDA device (or the CPU
+            in interpreter mode). Rows need a contiguous last dimension; other layouts are copied.
+        weight, bias: ``(N,)`` tensors in ``x``'s dtype or float32 (both the same), or None.
+        eps: added to the variance, ``>= 0``.
+        out: optional contiguous tensor of ``x``'s shape and dtype to write into.
+        block_n, rows, num_warps, programs, num_stages: launch knobs, see :class:`NormConfig`;
+            left at None, :func:`norm_config` chooses them.
+
+    Returns:
+        ``(y, mean, rstd)``: ``y`` in ``x``'s shape and dtype; ``mean`` and ``rstd`` float32 of
+        shape ``(M,)``, one per row, ``rstd = 1 / sqrt(var + eps)``.
+
+    Raises:
+        TypeError: a non-tensor argument or an unsupported dtype.
+        ValueError: a 0-d ``x``, parameters of the wrong shape, mismatched devices, a CPU tensor
+            outside interpreter mode, a bad ``eps``, ``out`` or knob.
+    """
+    _check_inputs(x, {"weight": weight, "bias": bias}, eps)
+    if out is not None:
+        _check_out("out", out, x)
+    knobs = {"block_n": block_n, "rows": rows, "num_warps": num_warps, "programs": programs, "num_stages": num_stages}
+    return _norm_fwd(x, weight, bias, eps, out, False, knobs)
+
+
+def layer_norm_bwd(
+    dy: torch.Tensor,
+    x: torch.Tensor,
+    weight: torch.Tensor | None,
+    bias: torch.Tensor | None,
+    mean: torch.Tensor,
+    rstd: torch.Tensor,
+    *,
+    grad_weight: bool = True,
+    grad_bias: bool = True,
+    dx: torch.Tensor | None = None,
+    block_n: int | None = None,
+    rows: int | None = None,
+    num_warps: int | None = None,
+    programs: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Layer norm backward: ``dx``, ``dweight`` and ``dbias`` from ``dy`` and the forward's statistics.
+
+    Args:
+        dy: gradient of the output, ``x``'s shape and dtype.
+        x, weight, bias: the forward's inputs (``bias`` only decides whether and in which dtype
+            ``dbias`` is returned).
+        mean, rstd: the forward's statistics, float32 of shape ``(M,)``.
+        grad_weight, grad_bias: whether to compute ``dweight`` and ``dbias`` (when the parameter exists).
+        dx: optional contiguous tensor of ``x``'s shape and dtype to write ``dx`` into.
+        block_n, rows, num_warps, programs, num_stages: launch knobs, see :class:`NormConfig`.
+
+    Returns:
+        ``(dx, dweight, dbias)``; ``dweight`` / ``dbias`` in the parameter's dtype, or None when
+        the parameter is None or its gradient was not asked for.
+
+    Raises:
+        TypeError, ValueError: as :func:`layer_norm_fwd`, and for ``dy``, ``mean``, ``rstd`` or
+        ``dx`` of the wrong shape, dtype or device.
+    """
+    _check_bwd(dy, x, {"weight": weight, "bias": bias}, mean, rstd, dx)
+    knobs = {"block_n": block_n, "rows": rows, "num_warps": num_warps, "programs": programs, "num_stages": num_stages}
+    return _norm_bwd(dy, x, weight, bias, mean, rstd, dx, False, grad_weight, grad_bias, knobs)
+
+
+def rms_norm_fwd(
+    x: torch.Tensor,
+    weight: torch.Tensor | None,
+    eps: float = 1e-6,
+    *,
+    out: torch.Tensor | None = None,
+    block_n: int | None = None,
+    rows: int | None = None,
+    num_warps: int | None = None,
+    programs: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """RMS norm forward over the last dimension: ``y = x / sqrt(mean(x²) + eps) * weight``.
+
+    Arguments, knobs and errors as :func:`layer_norm_fwd`, without a bias.
+
+    Returns:
+        ``(y, rstd)``: ``y`` in ``x``'s shape and dtype, ``rstd`` float32 of shape ``(M,)``.
+    """
+    _check_inputs(x, {"weight": weight}, eps)
+    if out is not None:
+        _check_out("out", out, x)
+    knobs = {"block_n": block_n, "rows": rows, "num_warps": num_warps, "programs": programs, "num_stages": num_stages}
+    y, _, rstd = _norm_fwd(x, weight, None, eps, out, True, knobs)
+    return y, rstd
+
+
+def rms_norm_bwd(
+    dy: torch.Tensor,
+    x: torch.Tensor,
+    weight: torch.Tensor | None,
+    rstd: torch.Tensor,
+    *,
+    grad_weight: bool = True,
+    dx: torch.Tensor | None = None,
+    block_n: int | None = None,
+    rows: int | None = None,
+    num_warps: int | None = None,
+    programs: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """RMS norm backward: ``dx`` and ``dweight`` from ``dy`` and the forward's ``rstd``.
+
+    Arguments, knobs and errors as :func:`layer_norm_bwd`, without a bias or a mean.
+
+    Returns:
+        ``(dx, dweight)``; ``dweight`` is None when ``weight`` is None or ``grad_weight`` is False.
+    """
+    _check_bwd(dy, x, {"weight": weight}, None, rstd, dx)
+    knobs = {"block_n": block_n, "rows": rows, "num_warps": num_warps, "programs": programs, "num_stages": num_stages}
+    dx, dw, _ = _norm_bwd(dy, x, weight, None, None, rstd, dx, True, grad_weight, False, knobs)
+    return dx, dw
+
+
+# -- autograd --------------------------------------------------------------------------------------
+class LayerNormFunction(torch.autograd.Function):
+    """Layer norm with the Triton forward and backward; mean and rstd are saved, x̂ is recomputed."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        y, mean, rstd = _norm_fwd(x, weight, bias, eps, None, False, {})
+        ctx.save_for_backward(x, weight, bias, mean, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, bias, mean, rstd = ctx.saved_tensors
+        _, need_w, need_b, _ = ctx.needs_input_grad
+        dx, dw, db = _norm_bwd(dy, x, weight, bias, mean, rstd, None, False, need_w, need_b, {})
+        return dx if ctx.needs_input_grad[0] else None, dw, db, None
+
+
+class RMSNormFunction(torch.autograd.Function):
+    """RMS norm with the Triton forward and backward; rstd is saved."""
+
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        y, _, rstd = _norm_fwd(x, weight, None, eps, None, True, {})
+        ctx.save_for_backward(x, weight, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, rstd = ctx.saved_tensors
+        dx, dw, _ = _norm_bwd(dy, x, weight, None, None, rstd, None, True, ctx.needs_input_grad[1], False, {})
+        return dx if ctx.needs_input_grad[0] else None, dw, None
+
+
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float = 1e-5
+) -> torch.Tensor:
+    """Layer norm over the last dimension, differentiable in ``x``, ``weight`` and ``bias``.
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias``, with the mean and the (biased) variance
+    of each row, as :func:`torch.nn.functional.layer_norm` with ``normalized_shape = (N,)``.
+
+    Args:
+        x: tensor of shape ``(..., N)`` (any rank >= 1; rows are the leading dimensions merged),
+            float32, float16 or bfloat16, on a CUDA device (or the CPU in interpreter mode).
+        weight, bias: ``(N,)`` tensors in ``x``'s dtype or in float32 (both the same), or None.
+        eps: added to the variance, ``>= 0``.
+
+    Returns:
+        ``y``, of ``x``'s shape and dtype. Statistics are computed in float32 whatever the dtype.
+
+    Raises:
+        TypeError: a non-tensor argument or an unsupported dtype (of ``x``, or of a parameter
+            that is neither ``x``'s dtype nor float32).
+        ValueError: a 0-d ``x``, parameters of the wrong shape or different dtypes, mismatched
+            devices, a CPU tensor outside interpreter mode, or a negative or non-finite ``eps``.
+    """
+    _check_inputs(x, {"weight": weight, "bias": bias}, eps)
+    return LayerNormFunction.apply(x, weight, bias, eps)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = 1e-6) -> torch.Tensor:
+    """RMS norm over the last dimension, differentiable in ``x`` and ``weight``.
+
+    ``y = x / sqrt(mean(x²) + eps) * weight``, as :func:`torch.nn.functional.rms_norm` with
+    ``normalized_shape = (N,)``. Arguments and errors as :func:`layer_norm`, without a bias.
+    """
+    _check_inputs(x, {"weight": weight}, eps)
+    return RMSNormFunction.apply(x, weight, eps)
+
+
+# -- counts --------------------------------------------------------------------------------------
+def _norm_bytes(m: int, n: int, dtype: torch.dtype, direction: Direction, weight_dtype: torch.dtype | None, params: int) -> int:
+    size = torch.empty((), dtype=dtype).element_size()
+    wsize = torch.empty((), dtype=weight_dtype or dtype).element_size()
+    if direction == "fwd":
+        return 2 * m * n * size + params * n * wsize
+    if direction == "bwd":
+        return 3 * m * n * size + (1 + params) * n * wsize
+    raise ValueError(f"direction must be 'fwd' or 'bwd', got {direction!r}")
+
+
+def layer_norm_bytes(
+    M: int, N: int, dtype: torch.dtype, direction: Direction = "fwd", *, weight_dtype: torch.dtype | None = None
+) -> int:
+    """Bytes a perfect layer norm moves for ``M`` rows of ``N`` elements.
+
+    Forward: ``x`` read and ``y`` written, plus ``weight`` and ``bias`` read once. Backward: ``x``
+    and ``dy`` read and ``dx`` written, plus ``weight`` read and ``dweight``, ``dbias`` written.
+    The per-row statistics (8 bytes a row) and our kernels' partial sums are implementation
+    choices, not part of the minimum, and are left out.
+    """
+    return _norm_bytes(M, N, dtype, direction, weight_dtype, 2)
+
+
+def rms_norm_bytes(
+    M: int, N: int, dtype: torch.dtype, direction: Direction = "fwd", *, weight_dtype: torch.dtype | None = None
+) -> int:
+    """Bytes a perfect RMS norm moves: as :func:`layer_norm_bytes`, with one parameter (``weight``)."""
+    return _norm_bytes(M, N, dtype, direction, weight_dtype, 1)

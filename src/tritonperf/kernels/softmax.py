@@ -1,0 +1,632 @@
+"""Softmax over the last dimension, forward and backward: the fused-softmax lesson's kernels.
+
+For one row ``x`` of ``N`` values, ``y = exp(x - max(x)) / sum(exp(x - max(x)))``. Subtracting the
+row's maximum changes nothing mathematically and keeps every ``exp`` at most 1, so large inputs
+cannot overflow. The work per element is a handful of operations, so softmax is memory-bound: a
+perfect kernel reads ``x`` once and writes ``y`` once, ``2 * M * N * itemsize`` bytes for ``M`` rows.
+
+Three ways through a row, chosen by :func:`softmax_plan`:
+
+* ``"fused"``: the whole row sits in registers, one pass over memory; several short rows share a program.
+* ``"online"``: a row too long for registers is read twice by one program. The first pass keeps a
+  running maximum and a running sum of exponentials (each rescaled whenever the maximum grows),
+  the second writes the output; it finds most of the row still in L2.
+* ``"split"``: the online method when there are fewer rows than SMs: each row is cut into chunks
+  handled by separate programs, whose partial (maximum, sum) pairs are combined by the writers.
+
+The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the same three paths.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import validation
+
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+Direction = Literal["fwd", "bwd"]
+
+
+# -- reference -----------------------------------------------------------------------------------
+def softmax_reference(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension in plain torch, in ``x``'s dtype (pass float64 for a reference).
+
+    Written the unfused way: a max pass reads ``x``, the exponentials pass reads ``x`` and writes a
+    temporary, the sum reads the temporary and the division reads it again and writes ``y``.
+    """
+    row_max = x.amax(dim=-1, keepdim=True)
+    e = torch.exp(x - row_max)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def softmax_backward_reference(y: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
+    """``dx = y * (dy - sum(y * dy))`` over the last dimension, from the softmax output ``y``."""
+    return y * (dy - (y * dy).sum(dim=-1, keepdim=True))
+
+
+# -- kernels: rows held in registers ---------------------------------------------------------------
+@triton.jit
+def _normalizer(row_max, row_sum):
+    # What the write pass subtracts and multiplies by: exp(x - shift) * inv. A row of only -inf has
+    # max -inf and sum 0: it subtracts 0 instead (every exponential is then 0) and multiplies by NaN,
+    # so it ends as NaN, as in torch, without computing -inf - (-inf) or 1 / 0 along the way.
+    dead = row_max == -float("inf")
+    shift = tl.where(dead, 0.0, row_max)
+    inv = tl.where(dead, float("nan"), 1.0 / tl.where(dead, 1.0, row_sum))
+    return shift, inv
+
+
+@triton.jit
+def softmax_fwd_kernel(
+    x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride,
+    BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # A program takes blocks of ROWS rows; each row is held whole, BLOCK_N >= n_cols columns wide.
+    # With as many programs as blocks the loop runs once; with fewer (a persistent grid) it strides.
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    n_blocks = tl.cdiv(n_rows, ROWS)
+    for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0), num_stages=NUM_STAGES):
+        rows = block * ROWS + tl.arange(0, ROWS)
+        # Rows past the end (last block only) re-read the final row, which always exists, and store nothing.
+        src_rows = tl.minimum(rows, n_rows - 1).to(tl.int64)
+        x_ptrs = x_ptr + src_rows[:, None] * x_row_stride + cols[None, :]
+        # Columns past the end read -inf, whose exponential is 0: they add nothing to the sum.
+        x = tl.load(x_ptrs, mask=col_mask[None, :], other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
+        row_max = tl.max(x, axis=1)
+        shift = tl.where(row_max == -float("inf"), 0.0, row_max)
+        e = tl.exp(x - shift[:, None])
+        _, inv = _normalizer(row_max, tl.sum(e, axis=1))
+        y = (e * inv[:, None]).to(y_ptr.dtype.element_ty)
+        y_ptrs = y_ptr + rows.to(tl.int64)[:, None] * y_row_stride + cols[None, :]
+        tl.store(y_ptrs, y, mask=(rows < n_rows)[:, None] & col_mask[None, :])
+
+
+@triton.jit
+def softmax_bwd_kernel(
+    y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y_row_stride, dy_row_stride, dx_row_stride,
+    BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # Same layout as the forward kernel: blocks of ROWS whole rows, y and dy read once, dx written once.
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    n_blocks = tl.cdiv(n_rows, ROWS)
+    for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0), num_stages=NUM_STAGES):
+        rows = block * ROWS + tl.arange(0, ROWS)
+        src_rows = tl.minimum(rows, n_rows - 1).to(tl.int64)
+        y = tl.load(y_ptr + src_rows[:, None] * y_row_stride + cols[None, :], mask=col_mask[None, :], other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        dy = tl.load(dy_ptr + src_rows[:, None] * dy_row_stride + cols[None, :], mask=col_mask[None, :], other=0.0,
+                     eviction_policy="evict_first").to(tl.float32)
+        dot = tl.sum(y * dy, axis=1)
+        dx = (y * (dy - dot[:, None])).to(dx_ptr.dtype.element_ty)
+        dx_ptrs = dx_ptr + rows.to(tl.int64)[:, None] * dx_row_stride + cols[None, :]
+        tl.store(dx_ptrs, dx, mask=(rows < n_rows)[:, None] & col_mask[None, :])
+
+
+# -- kernels: rows streamed in tiles (online softmax) --------------------------------------------------
+@triton.jit
+def _combine(m, s):
+    # Fold lane-wise pairs (m, s) -- a running maximum and a sum of exp(x - m) -- into one pair.
+    # Each sum is rescaled to the common maximum by exp(m - max). A group that saw only -inf has
+    # max -inf and sum 0 (not the NaN of -inf - -inf), so merging it with other chunks is harmless.
+    row_max = tl.max(m, axis=0)
+    ref = tl.where(row_max == -float("inf"), 0.0, row_max)
+    return row_max, tl.sum(s * tl.exp(m - ref), axis=0)
+
+
+@triton.jit
+def _online_stats(x_row, start, end, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr):
+    # Pass 1 over columns [start, end) of one row, a tile at a time. Every lane keeps its own running
+    # maximum m and sum s of exp(x - m); when a lane's maximum grows, its sum is rescaled by
+    # exp(m_old - m_new). No cross-lane reduction happens until the end, in _combine.
+    m = tl.full([TILE_N], -float("inf"), tl.float32)
+    s = tl.zeros([TILE_N], tl.float32)
+    for t in tl.range(start, end, TILE_N, num_stages=NUM_STAGES):
+        cols = t + tl.arange(0, TILE_N)
+        x = tl.load(x_row + cols, mask=cols < end, other=-float("inf"), eviction_policy="evict_last").to(tl.float32)
+        m_new = tl.maximum(m, x)
+        ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # a lane that saw only -inf keeps s = 0
+        s = s * tl.exp(m - ref) + tl.exp(x - ref)
+        m = m_new
+    return _combine(m, s)
+
+
+@triton.jit
+def _write_probs(x_row, y_row, start, end, row_max, row_sum, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr):
+    # Pass 2 over columns [start, end): y = exp(x - max) / sum. It walks the tiles last to first:
+    # the tiles pass 1 read last are the likeliest to be still in L2.
+    shift, inv = _normalizer(row_max, row_sum)
+    n_tiles = tl.cdiv(end - start, TILE_N)
+    for i in tl.range(0, n_tiles, num_stages=NUM_STAGES):
+        cols = start + (n_tiles - 1 - i) * TILE_N + tl.arange(0, TILE_N)
+        mask = cols < end
+        x = tl.load(x_row + cols, mask=mask, other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
+        tl.store(y_row + cols, (tl.exp(x - shift) * inv).to(y_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_fwd_online_kernel(
+    x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # One row at a time per program (a persistent grid when there are fewer programs than rows);
+    # both passes over a row run back to back so that the second one finds it in L2.
+    for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row = tl.cast(r, tl.int64)  # int64: row * stride passes 2**31 in tensors of more than 2G elements
+        x_row = x_ptr + row * x_row_stride
+        y_row = y_ptr + row * y_row_stride
+        row_max, row_sum = _online_stats(x_row, 0, n_cols, TILE_N, NUM_STAGES)
+        _write_probs(x_row, y_row, 0, n_cols, row_max, row_sum, TILE_N, NUM_STAGES)
+
+
+@triton.jit
+def softmax_fwd_partial_kernel(
+    x_ptr, max_ptr, sum_ptr, n_cols, x_row_stride, chunk_n, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # Split path, step 1: program (row, chunk) writes the (max, sum) pair of its chunk of the row.
+    row, chunk = tl.program_id(0), tl.program_id(1)
+    start = chunk * chunk_n
+    end = tl.minimum(start + chunk_n, n_cols)
+    chunk_max, chunk_sum = _online_stats(x_ptr + row.to(tl.int64) * x_row_stride, start, end, TILE_N, NUM_STAGES)
+    slot = row.to(tl.int64) * tl.num_programs(1) + chunk
+    tl.store(max_ptr + slot, chunk_max)
+    tl.store(sum_ptr + slot, chunk_sum)
+
+
+@triton.jit
+def softmax_fwd_split_kernel(
+    x_ptr, y_ptr, max_ptr, sum_ptr, n_cols, x_row_stride, y_row_stride, chunk_n,
+    CHUNKS: tl.constexpr, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # Split path, step 2: combine the row's partial pairs (CHUNKS >= their number), then write one chunk.
+    row, chunk = tl.program_id(0), tl.program_id(1)
+    n_chunks = tl.num_programs(1)
+    k = tl.arange(0, CHUNKS)
+    slots = row.to(tl.int64) * n_chunks + k
+    m = tl.load(max_ptr + slots, mask=k < n_chunks, other=-float("inf"))
+    s = tl.load(sum_ptr + slots, mask=k < n_chunks, other=0.0)
+    row_max, row_sum = _combine(m, s)
+    start = chunk * chunk_n
+    end = tl.minimum(start + chunk_n, n_cols)
+    x_row = x_ptr + row.to(tl.int64) * x_row_stride
+    y_row = y_ptr + row.to(tl.int64) * y_row_stride
+    _write_probs(x_row, y_row, start, end, row_max, row_sum, TILE_N, NUM_STAGES)
+
+
+@triton.jit
+def _row_dot(y_row, dy_row, start, end, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr):
+    # Backward pass 1 over columns [start, end): sum(y * dy), accumulated lane-wise in float32.
+    acc = tl.zeros([TILE_N], tl.float32)
+    for t in tl.range(start, end, TILE_N, num_stages=NUM_STAGES):
+        cols = t + tl.arange(0, TILE_N)
+        mask = cols < end
+        y = tl.load(y_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        acc += y * dy
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def _write_grads(y_row, dy_row, dx_row, start, end, dot, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr):
+    # Backward pass 2 over columns [start, end), last tile first (see _write_probs): dx = y * (dy - dot).
+    n_tiles = tl.cdiv(end - start, TILE_N)
+    for i in tl.range(0, n_tiles, num_stages=NUM_STAGES):
+        cols = start + (n_tiles - 1 - i) * TILE_N + tl.arange(0, TILE_N)
+        mask = cols < end
+        y = tl.load(y_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        tl.store(dx_row + cols, (y * (dy - dot)).to(dx_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_bwd_online_kernel(
+    y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y_row_stride, dy_row_stride, dx_row_stride,
+    TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row = tl.cast(r, tl.int64)
+        y_row = y_ptr + row * y_row_stride
+        dy_row = dy_ptr + row * dy_row_stride
+        dx_row = dx_ptr + row * dx_row_stride
+        dot = _row_dot(y_row, dy_row, 0, n_cols, TILE_N, NUM_STAGES)
+        _write_grads(y_row, dy_row, dx_row, 0, n_cols, dot, TILE_N, NUM_STAGES)
+
+
+@triton.jit
+def softmax_bwd_partial_kernel(
+    y_ptr, dy_ptr, dot_ptr, n_cols, y_row_stride, dy_row_stride, chunk_n, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    row, chunk = tl.program_id(0), tl.program_id(1)
+    start = chunk * chunk_n
+    end = tl.minimum(start + chunk_n, n_cols)
+    dot = _row_dot(y_ptr + row.to(tl.int64) * y_row_stride, dy_ptr + row.to(tl.int64) * dy_row_stride,
+                   start, end, TILE_N, NUM_STAGES)
+    tl.store(dot_ptr + row.to(tl.int64) * tl.num_programs(1) + chunk, dot)
+
+
+@triton.jit
+def softmax_bwd_split_kernel(
+    y_ptr, dy_ptr, dx_ptr, dot_ptr, n_cols, y_row_stride, dy_row_stride, dx_row_stride, chunk_n,
+    CHUNKS: tl.constexpr, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    row, chunk = tl.program_id(0), tl.program_id(1)
+    n_chunks = tl.num_programs(1)
+    k = tl.arange(0, CHUNKS)
+    dot = tl.sum(tl.load(dot_ptr + row.to(tl.int64) * n_chunks + k, mask=k < n_chunks, other=0.0), axis=0)
+    start = chunk * chunk_n
+    end = tl.minimum(start + chunk_n, n_cols)
+    _write_grads(y_ptr + row.to(tl.int64) * y_row_stride, dy_ptr + row.to(tl.int64) * dy_row_stride,
+                 dx_ptr + row.to(tl.int64) * dx_row_stride, start, end, dot, TILE_N, NUM_STAGES)
+
+
+# -- launcher ------------------------------------------------------------------------------------
+# Defaults of the knobs every launcher takes as keyword arguments (see softmax_plan).
+MAX_FUSED_N = 16384  # longest row held in registers; longer rows take the online path
+FUSED_ELEMENTS = 2048  # short rows are packed into one program until it holds this many elements
+ELEMENTS_PER_THREAD = 16  # fused path: num_warps is chosen so each thread holds about this many per tensor
+MAX_ROWS_PER_PROGRAM = 64
+ONLINE_TILE_N = 4096  # online path: columns per tile (16 per thread with 8 warps)
+ONLINE_NUM_WARPS = 8
+ONLINE_NUM_STAGES = 2
+L2_SHARE = 0.5  # online path: the rows in flight are kept within this share of L2, for pass 2 to hit it
+
+Path = Literal["fused", "online", "split"]
+
+
+@dataclass(frozen=True)
+class SoftmaxPlan:
+    """How a launch covers an ``M × N`` problem.
+
+    Attributes:
+        path: ``"fused"`` (rows in registers, one pass), ``"online"`` (two passes per row
+            in one program) or ``"split"`` (rows cut into ``chunks`` handled by separate programs).
+        block_n: fused: columns held per row (a power of two ≥ N); online and split: tile width.
+        rows_per_program: fused: rows per block (several when rows are short); 1 otherwise.
+        num_warps: warps per program.
+        num_stages: software-pipelining depth of the kernels' loops.
+        grid: programs along the rows (fewer than row blocks makes a persistent grid).
+        chunks: split: chunks per row (1 otherwise).
+        chunk_n: split: columns per chunk, a multiple of ``block_n`` (N otherwise).
+    """
+
+    path: Path
+    block_n: int
+    rows_per_program: int
+    num_warps: int
+    num_stages: int
+    grid: int
+    chunks: int = 1
+    chunk_n: int = 0
+
+
+@functools.cache
+def _device_limits(device: torch.device) -> tuple[int, int]:
+    """(SM count, L2 bytes) of a CUDA device; fixed small numbers for the interpreter's CPU."""
+    if device.type != "cuda":
+        return 4, 4 << 20
+    props = torch.cuda.get_device_properties(device)
+    return props.multi_processor_count, props.L2_cache_size
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, v))
+
+
+def _check_power_of_two(name: str, value: int | None, largest: int | None = None) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or value < 1 or value & (value - 1) or (largest and value > largest):
+        limit = f" up to {largest}" if largest else ""
+        raise ValueError(f"{name} must be a power of two{limit}, got {value!r}")
+
+
+def _check_positive(name: str, value: int | None) -> None:
+    if value is not None and (not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split) -> None:
+    _check_positive("max_fused_n", max_fused_n)
+    _check_power_of_two("rows_per_program", rows_per_program)
+    _check_power_of_two("num_warps", num_warps, largest=32)
+    _check_positive("num_stages", num_stages)
+    _check_positive("programs_per_sm", programs_per_sm)
+    _check_power_of_two("tile_n", tile_n)
+    _check_positive("split", split)
+
+
+def softmax_plan(
+    n_rows: int,
+    n_cols: int,
+    dtype: torch.dtype,
+    direction: Direction = "fwd",
+    device: torch.device | str | None = None,
+    *,
+    max_fused_n: int = MAX_FUSED_N,
+    rows_per_program: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+    programs_per_sm: int | None = None,
+    tile_n: int | None = None,
+    split: int | None = None,
+) -> SoftmaxPlan:
+    """Choose the path and launch configuration for ``n_rows`` rows of ``n_cols`` elements.
+
+    Every keyword is a knob of :func:`softmax` and :func:`softmax_backward`; ``None`` picks a
+    value from the shape with the plain rules below (no autotuning, so no tuning cost at run time).
+
+    Args:
+        n_rows, n_cols: the problem, rows × columns (both ≥ 1).
+        dtype: element type of the tensors.
+        direction: ``"fwd"`` (reads one tensor) or ``"bwd"`` (reads two).
+        device: the device the launch runs on (its SM count and L2 size size the grid).
+        max_fused_n: longest row held in registers in one pass; longer rows go online.
+        rows_per_program: fused path: rows per program, a power of two (default: enough rows
+            for about 2048 elements per program, one row from 2048 columns up).
+        num_warps: warps per program, a power of two up to 32 (default: fused, about 16
+            elements per thread per tensor, 1 … 32 warps; online, 8).
+        num_stages: pipelining depth of the loops (default: 1 fused, 2 online).
+        programs_per_sm: a persistent grid of this many programs per SM (default: fused, one
+            program per block of rows; online, as many rows in flight as fit in half of L2).
+        tile_n: online path: tile width, a power of two (default: 4096).
+        split: online path: chunks per row (default: 1 when there are at least as many rows as
+            SMs, otherwise enough chunks for about two programs per SM).
+    """
+    _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
+    sms, l2 = _device_limits(torch.device(device if device is not None else "cpu"))
+    n_tensors = 1 if direction == "fwd" else 2
+    itemsize = torch.empty((), dtype=dtype).element_size()
+
+    if n_cols <= max_fused_n:
+        block_n = triton.next_power_of_2(n_cols)
+        rows = rows_per_program or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
+        warps = num_warps or _clamp(triton.next_power_of_2(max(1, rows * block_n * n_tensors // (32 * ELEMENTS_PER_THREAD))), 1, 32)
+        n_blocks = triton.cdiv(n_rows, rows)
+        grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
+        return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols)
+
+    tile = tile_n or ONLINE_TILE_N
+    warps = num_warps or ONLINE_NUM_WARPS
+    stages = num_stages or ONLINE_NUM_STAGES
+    n_tiles = triton.cdiv(n_cols, tile)
+    chunks = split or (1 if n_rows >= sms else triton.cdiv(2 * sms, n_rows))
+    chunks = min(chunks, n_tiles, 65535)  # grid axis 1 holds at most 65535 programs
+    if chunks > 1:
+        chunk_n = triton.cdiv(n_tiles, chunks) * tile
+        return SoftmaxPlan("split", tile, 1, warps, stages, n_rows, triton.cdiv(n_cols, chunk_n), chunk_n)
+    if not programs_per_sm:
+        row_bytes = n_tensors * n_cols * itemsize
+        programs_per_sm = _clamp(int(L2_SHARE * l2 / (sms * row_bytes)), 1, 4)
+    return SoftmaxPlan("online", tile, 1, warps, stages, min(n_rows, sms * programs_per_sm), 1, n_cols)
+
+
+def _as_rows(name: str, t: torch.Tensor) -> torch.Tensor:
+    """``t`` as a 2-D ``(rows, N)`` view with unit column stride, or a ValueError saying why not."""
+    n_cols = t.shape[-1]
+    if n_cols > 1 and t.stride(-1) != 1:
+        raise ValueError(f"{name}'s last dimension must be contiguous (stride 1), got stride {t.stride(-1)}; call .contiguous() first")
+    try:
+        return t.view(-1, n_cols)
+    except RuntimeError:
+        raise ValueError(
+            f"{name}'s leading dimensions (strides {tuple(t.stride()[:-1])}) cannot be read as rows of one stride; "
+            "call .contiguous() first"
+        ) from None
+
+
+def _has_rows(t: torch.Tensor) -> bool:
+    """True when ``_as_rows`` accepts ``t``."""
+    try:
+        _as_rows("t", t)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_input(name: str, t: object) -> torch.Tensor:
+    validation.check_tensor(name, t)
+    validation.check_dtype(name, t, SUPPORTED_DTYPES)
+    if t.dim() == 0:
+        raise ValueError(f"{name} must have at least one dimension (softmax runs over the last one), got a 0-d tensor")
+    if t.shape[-1] >= 2**31:
+        raise ValueError(f"rows longer than 2**31 - 1 elements are not supported, got {t.shape[-1]}")
+    return t
+
+
+def _check_out(name: str, out: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+    """``out`` checked against the input it is written for, or a new contiguous tensor like it."""
+    if out is None:
+        return torch.empty(like.shape, dtype=like.dtype, device=like.device)
+    validation.check_tensor(name, out)
+    validation.check_device(**{"input": like, name: out})
+    validation.check_same("dtype", **{"input": like, name: out})
+    validation.check_same("shape", **{"input": like, name: out})
+    validation.check_contiguous(**{name: out})
+    return out
+
+
+def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> torch.Tensor:
+    y = _check_out("out", out, x)
+    if x.numel() == 0:
+        return y
+    x2, y2 = _as_rows("x", x), y.view(-1, x.shape[-1])
+    n_rows, n_cols = x2.shape
+    plan = softmax_plan(n_rows, n_cols, x.dtype, "fwd", x.device, **knobs)
+    strides = (x2.stride(0), y2.stride(0))
+    if plan.path == "fused":
+        softmax_fwd_kernel[(plan.grid,)](
+            x2, y2, n_rows, n_cols, *strides,
+            BLOCK_N=plan.block_n, ROWS=plan.rows_per_program, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+        )
+    elif plan.path == "online":
+        softmax_fwd_online_kernel[(plan.grid,)](
+            x2, y2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+        )
+    else:
+        maxes = torch.empty((n_rows, plan.chunks), dtype=torch.float32, device=x.device)
+        sums = torch.empty_like(maxes)
+        grid = (n_rows, plan.chunks)
+        softmax_fwd_partial_kernel[grid](
+            x2, maxes, sums, n_cols, x2.stride(0), plan.chunk_n,
+            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+        )
+        softmax_fwd_split_kernel[grid](
+            x2, y2, maxes, sums, n_cols, *strides, plan.chunk_n,
+            CHUNKS=triton.next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
+            num_warps=plan.num_warps,
+        )
+    return y
+
+
+def softmax(
+    x: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    max_fused_n: int = MAX_FUSED_N,
+    rows_per_program: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+    programs_per_sm: int | None = None,
+    tile_n: int | None = None,
+    split: int | None = None,
+) -> torch.Tensor:
+    """Softmax over the last dimension of ``x``, differentiable.
+
+    Rows are the product of the leading dimensions. Rows of up to ``max_fused_n`` elements are
+    held in registers and read once; longer rows, of any length, are streamed twice (online
+    softmax). A row of only ``-inf`` gives NaN, as in torch; large magnitudes cannot overflow.
+    When ``x`` requires a gradient, the backward pass runs :func:`softmax_backward`'s kernels.
+
+    Args:
+        x: a tensor of rank ≥ 1, dtype float32, float16 or bfloat16, on a CUDA device (or the CPU
+            in interpreter mode). The last dimension must have stride 1; the leading ones may be
+            strided as long as they flatten to rows of one stride (e.g. ``big[:, :n]``).
+        out: optional contiguous tensor of ``x``'s shape and dtype to write into; not allowed
+            when ``x`` requires a gradient.
+        max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split:
+            launch knobs, described in :func:`softmax_plan`; the defaults pick them from the shape.
+
+    Returns:
+        ``out``, or a new contiguous tensor of ``x``'s shape and dtype.
+
+    Raises:
+        TypeError: ``x`` or ``out`` is not a tensor, or ``x`` has an unsupported dtype.
+        ValueError: a 0-d tensor, a last dimension with stride ≠ 1, leading dimensions that do
+            not flatten to rows of one stride, a CPU tensor outside interpreter mode, a bad
+            ``out`` or a bad knob.
+    """
+    _check_input("x", x)
+    validation.check_device(x=x)
+    knobs = dict(max_fused_n=max_fused_n, rows_per_program=rows_per_program, num_warps=num_warps,
+                 num_stages=num_stages, programs_per_sm=programs_per_sm, tile_n=tile_n, split=split)
+    _check_knobs(**knobs)
+    if x.numel():
+        _as_rows("x", x)
+    if torch.is_grad_enabled() and x.requires_grad:
+        if out is not None:
+            raise ValueError("out= is not supported when x requires a gradient (autograd needs its own output)")
+        return _SoftmaxFunction.apply(x, knobs)
+    return _forward(x, knobs, out)
+
+
+def softmax_backward(
+    y: torch.Tensor,
+    dy: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    max_fused_n: int = MAX_FUSED_N,
+    rows_per_program: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+    programs_per_sm: int | None = None,
+    tile_n: int | None = None,
+    split: int | None = None,
+) -> torch.Tensor:
+    """The gradient of softmax over the last dimension: ``dx = y * (dy - sum(y * dy))``.
+
+    Args:
+        y: the forward pass's output.
+        dy: the gradient of the loss with respect to ``y``: same shape, dtype and device.
+        out: optional contiguous tensor of ``y``'s shape and dtype to write ``dx`` into.
+        max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split:
+            launch knobs, as for :func:`softmax`.
+
+    Returns:
+        ``dx``: ``out``, or a new contiguous tensor of ``y``'s shape and dtype.
+
+    Raises:
+        TypeError: a non-tensor argument or an unsupported dtype.
+        ValueError: mismatched shapes, dtypes or devices, and the layout errors of :func:`softmax`.
+    """
+    _check_input("y", y)
+    _check_input("dy", dy)
+    validation.check_device(y=y, dy=dy)
+    validation.check_same("dtype", y=y, dy=dy)
+    validation.check_same("shape", y=y, dy=dy)
+    knobs = dict(max_fused_n=max_fused_n, rows_per_program=rows_per_program, num_warps=num_warps,
+                 num_stages=num_stages, programs_per_sm=programs_per_sm, tile_n=tile_n, split=split)
+    _check_knobs(**knobs)
+    dx = _check_out("out", out, y)
+    if y.numel() == 0:
+        return dx
+    y2, dy2, dx2 = _as_rows("y", y), _as_rows("dy", dy), dx.view(-1, y.shape[-1])
+    n_rows, n_cols = y2.shape
+    plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, **knobs)
+    strides = (y2.stride(0), dy2.stride(0), dx2.stride(0))
+    if plan.path == "fused":
+        softmax_bwd_kernel[(plan.grid,)](
+            y2, dy2, dx2, n_rows, n_cols, *strides,
+            BLOCK_N=plan.block_n, ROWS=plan.rows_per_program, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+        )
+    elif plan.path == "online":
+        softmax_bwd_online_kernel[(plan.grid,)](
+            y2, dy2, dx2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+        )
+    else:
+        dots = torch.empty((n_rows, plan.chunks), dtype=torch.float32, device=y.device)
+        grid = (n_rows, plan.chunks)
+        softmax_bwd_partial_kernel[grid](
+            y2, dy2, dots, n_cols, y2.stride(0), dy2.stride(0), plan.chunk_n,
+            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+        )
+        softmax_bwd_split_kernel[grid](
+            y2, dy2, dx2, dots, n_cols, *strides, plan.chunk_n,
+            CHUNKS=triton.next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
+            num_warps=plan.num_warps,
+        )
+    return dx
+
+
+# -- autograd ------------------------------------------------------------------------------------
+class _SoftmaxFunction(torch.autograd.Function):
+    """Saves only the output ``y``: the backward pass needs nothing else."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, knobs: dict) -> torch.Tensor:
+        y = _forward(x, knobs)
+        ctx.save_for_backward(y)
+        ctx.knobs = knobs
+        return y
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (y,) = ctx.saved_tensors
+        # Gradients arriving from e.g. ``.sum()`` are broadcast views (stride 0): give them real rows.
+        if dy.numel() and not _has_rows(dy):
+            dy = dy.contiguous()
+        return softmax_backward(y, dy, **ctx.knobs), None
+
+
+# -- counts --------------------------------------------------------------------------------------
+def softmax_bytes(n_rows: int, n_cols: int, dtype: torch.dtype, direction: Direction = "fwd") -> int:
+    """Bytes a perfect kernel moves: fwd reads ``x`` and writes ``y``; bwd reads ``y`` and ``dy`` and writes ``dx``."""
+    if direction not in ("fwd", "bwd"):
+        raise ValueError(f"direction must be 'fwd' or 'bwd', got {direction!r}")
+    tensors = 2 if direction == "fwd" else 3
+    return tensors * n_rows * n_cols * torch.empty((), dtype=dtype).element_size()

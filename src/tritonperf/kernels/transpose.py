@@ -1,0 +1,359 @@
+"""Transpose of a matrix, or of the last two dimensions of a batch of matrices.
+
+A transpose does no arithmetic: each element is read once and written once, to another
+place. One side of that copy runs along rows of memory and the other across them, so the
+kernel's speed depends only on how it arranges its accesses. The goal is to move
+``2 * M * N * itemsize`` bytes as fast as a plain device copy.
+
+The kernels move bits, not numbers: a tensor of any dtype is reinterpreted as integers of
+the same width (``int8`` … ``int64``), so floats, integers, booleans and float8 values are
+copied exactly, NaN payloads and signed zeros included.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import runtime, validation
+
+# A dtype is moved as integers of the same width: element size in bytes -> integer dtype.
+BITS_DTYPES: dict[int, torch.dtype] = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+METHODS = ("auto", "tiles", "tma")
+
+
+# -- reference -----------------------------------------------------------------------------------
+def transpose_reference(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with its last two dimensions swapped, as a new contiguous tensor.
+
+    Reads every element once and writes it once: ``2 * x.numel() * itemsize`` bytes.
+    """
+    return x.transpose(-1, -2).contiguous()
+
+
+# -- kernels -------------------------------------------------------------------------------------
+@triton.jit
+def tile_coordinates(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """Map a flat program id to (matrix of the batch, tile row, tile column).
+
+    Programs are numbered matrix by matrix. Inside one matrix, GROUP_M tile rows form a
+    band that is walked column by column, so programs that run at the same time touch
+    GROUP_M neighbouring tiles on both sides of the copy. GROUP_M = 1 is plain row-major order.
+    """
+    tiles = tiles_m * tiles_n
+    b = pid // tiles
+    t = pid - b * tiles
+    band = GROUP_M * tiles_n
+    first_m = (t // band) * GROUP_M
+    rows_in_band = tl.minimum(tiles_m - first_m, GROUP_M)  # the last band may be shorter
+    pid_m = first_m + (t % band) % rows_in_band
+    pid_n = (t % band) // rows_in_band
+    return b, pid_m, pid_n
+
+
+@triton.jit
+def move_tile(
+    x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, MASKED: tl.constexpr, INT64: tl.constexpr,
+):
+    """Move one BLOCK_M x BLOCK_N tile of x[b] into y[b] = x[b].T (y is contiguous)."""
+    b, pid_m, pid_n = tile_coordinates(tile_id, tiles_m, tiles_n, GROUP_M)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # rows of x = columns of y
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # columns of x = rows of y
+    if INT64:  # the launcher asks for 64-bit offsets only when an offset can pass 2**31 - 1
+        b = b.to(tl.int64)
+        rows = rows.to(tl.int64)
+        cols = cols.to(tl.int64)
+    src = x_ptr + b * stride_xb + rows[:, None] * stride_xm + cols[None, :] * stride_xn
+    dst = y_ptr + (b * N + cols[:, None]) * M + rows[None, :]
+    # The tile is read along the rows of x and written along the rows of y. Each side is
+    # coalesced in its own layout; tl.trans hands the compiler the change of layout, which it
+    # performs through shared memory.
+    if MASKED:
+        tile = tl.load(src, mask=(rows[:, None] < M) & (cols[None, :] < N))
+        tl.store(dst, tl.trans(tile), mask=(cols[:, None] < N) & (rows[None, :] < M))
+    else:
+        tile = tl.load(src)
+        tl.store(dst, tl.trans(tile))
+
+
+@triton.jit
+def transpose_kernel(
+    x_ptr, y_ptr, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n, n_tiles,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, MASKED: tl.constexpr, INT64: tl.constexpr,
+    PERSISTENT: tl.constexpr,
+):
+    if PERSISTENT:  # a fixed number of programs, each taking every num_programs-th tile
+        for tile_id in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+            move_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
+                      BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64)
+    else:  # one program per tile
+        move_tile(x_ptr, y_ptr, tl.program_id(0), M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
+                  BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64)
+
+
+@triton.jit
+def move_tile_tma(x_desc, y_desc, tile_id, tiles_m, tiles_n,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, BATCHED: tl.constexpr):
+    """Move one tile with tensor descriptors: TMA copies it whole between global and shared memory."""
+    b, pid_m, pid_n = tile_coordinates(tile_id, tiles_m, tiles_n, GROUP_M)
+    m0 = pid_m * BLOCK_M
+    n0 = pid_n * BLOCK_N
+    if BATCHED:  # descriptors of rank 3: [matrix, row, column]
+        tile = x_desc.load([b, m0, n0]).reshape(BLOCK_M, BLOCK_N)
+        y_desc.store([b, n0, m0], tl.trans(tile).reshape(1, BLOCK_N, BLOCK_M))
+    else:
+        tile = x_desc.load([m0, n0])
+        y_desc.store([n0, m0], tl.trans(tile))
+
+
+@triton.jit
+def transpose_tma_kernel(
+    x_desc, y_desc, tiles_m, tiles_n, n_tiles,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, BATCHED: tl.constexpr, PERSISTENT: tl.constexpr,
+):
+    # The same tiles, moved by the Tensor Memory Accelerator: one instruction copies a whole
+    # tile between global and shared memory, and the hardware clips tiles at the edges.
+    if PERSISTENT:
+        for tile_id in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+            move_tile_tma(x_desc, y_desc, tile_id, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M, BATCHED)
+    else:
+        move_tile_tma(x_desc, y_desc, tl.program_id(0), tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M, BATCHED)
+
+
+# -- launcher ------------------------------------------------------------------------------------
+# Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps). Measured on an H200 (triton 3.6), sweeping
+# 32…128 a side, 4 or 8 warps: 64×64 with 8 warps for 4-byte and 128×128 with 8 warps for 2-byte
+# elements were best on every aligned shape. 1- and 8-byte sizes keep about 16 KiB a tile (not swept).
+TILE_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 8), 8: (32, 64, 4)}
+TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4), 4: (64, 64, 4), 8: (32, 64, 4)}
+DEFAULT_GROUP_M = 8
+# Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
+# (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
+# Empty: on an H200 (triton 3.6) the descriptor kernel was slower than the pointer kernel at
+# every tile shape tried (at best 0.88 × the copy ceiling against 0.94 ×), so it is opt-in.
+AUTO_TMA_SIZES: frozenset[int] = frozenset()
+
+_INT32_LIMIT = 2**31 - 1
+_MAX_PROGRAMS = 2**31 - 1  # CUDA's limit on the first grid dimension
+_INTERPRETER_SMS = 4  # what a persistent grid assumes in interpreter mode
+_MAX_TILE_ELEMENTS = 1 << 16  # a tile lives in one program's registers; an SM has 64K 32-bit registers
+_TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descriptor tile
+
+
+def _bits_dtype(x: torch.Tensor) -> torch.dtype:
+    size = x.element_size()
+    if size not in BITS_DTYPES or x.is_quantized:
+        raise TypeError(
+            f"x has dtype {str(x.dtype).removeprefix('torch.')} ({size} bytes per element); "
+            "supported: any non-quantized dtype of 1, 2, 4 or 8 bytes per element"
+        )
+    return BITS_DTYPES[size]
+
+
+def _sm_count(device: torch.device) -> int:
+    if runtime.MODE != "gpu":
+        return _INTERPRETER_SMS
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _batched(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as one batch dimension and a matrix: a view when the batch dims collapse, else a copy."""
+    batch = math.prod(x.shape[:-2])
+    try:
+        return x.view(batch, *x.shape[-2:])
+    except RuntimeError:  # batch dimensions whose strides do not merge into one (e.g. permuted)
+        return x.reshape(batch, *x.shape[-2:])
+
+
+def _check_power_of_two(name: str, value: int | None, upper: int) -> None:
+    if value is not None and (not isinstance(value, int) or value < 1 or value & (value - 1) or value > upper):
+        raise ValueError(f"{name} must be a power of two between 1 and {upper}, got {value!r}")
+
+
+def _tma_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
+    """Why the tensor-descriptor kernel cannot move ``xb`` into ``yb``, or None when it can.
+
+    ``yb=None`` stands for an output the launcher allocates itself (always aligned).
+    """
+    if runtime.MODE == "gpu" and torch.cuda.get_device_capability(xb.device)[0] < 9:
+        return "tensor descriptors (TMA) need a GPU of compute capability 9.0 (Hopper) or newer"
+    size = xb.element_size()
+    if xb.stride(2) != 1:
+        return "the input's last dimension must be contiguous (stride 1)"
+    if xb.data_ptr() % 16 or (yb is not None and yb.data_ptr() % 16):
+        return "input and output must start at 16-byte aligned addresses"
+    strides = [xb.stride(1)] + ([xb.stride(0)] if xb.shape[0] > 1 else [])
+    if any(s == 0 or s * size % 16 for s in strides):
+        return f"every input row must start at a 16-byte multiple (row stride {xb.stride(1)} x {size} bytes)"
+    if xb.shape[1] * size % 16:
+        return f"every output row must start at a 16-byte multiple (M = {xb.shape[1]} x {size} bytes)"
+    return None
+
+
+def _resolve_method(method: str, xb: torch.Tensor, yb: torch.Tensor | None) -> str:
+    if method == "tiles":
+        return method
+    obstacle = _tma_obstacle(xb, yb)
+    if method == "tma" and obstacle is not None:
+        raise ValueError(f"method='tma' cannot be used here: {obstacle}; use method='tiles' or 'auto'")
+    if method == "auto":
+        preferred = runtime.MODE == "gpu" and xb.element_size() in AUTO_TMA_SIZES
+        return "tma" if preferred and obstacle is None else "tiles"
+    return method
+
+
+def _config(
+    table: dict[int, tuple[int, int, int]], M: int, N: int, size: int,
+    block_m: int | None, block_n: int | None, num_warps: int | None,
+) -> tuple[int, int, int]:
+    bm, bn, nw = table[size]
+    # Small matrices get smaller tiles (at least 16 elements, i.e. 16 bytes, a side).
+    bm = block_m or min(bm, max(16, triton.next_power_of_2(M)))
+    bn = block_n or min(bn, max(16, triton.next_power_of_2(N)))
+    nw = num_warps or max(1, min(nw, bm * bn // 512))
+    return bm, bn, nw
+
+
+def transpose_method(x: torch.Tensor, out: torch.Tensor | None = None) -> str:
+    """The kernel :func:`tritonperf.transpose` runs for ``x`` (and ``out``) with ``method="auto"``: ``"tma"`` or ``"tiles"``.
+
+    ``"tma"`` is chosen on a GPU of compute capability 9.0 or newer when the input's last
+    dimension is contiguous and the rows of input and output start at 16-byte multiples.
+    """
+    validation.check_tensor("x", x)
+    if x.dim() < 2:
+        raise ValueError(f"x must have at least 2 dimensions, got shape {tuple(x.shape)}")
+    xb = _batched(x)
+    return _resolve_method("auto", xb, None if out is None else out.view(xb.shape[0], x.shape[-1], x.shape[-2]))
+
+
+def transpose(
+    x: torch.Tensor,
+    out: torch.Tensor | None = None,
+    *,
+    method: str = "auto",
+    block_m: int | None = None,
+    block_n: int | None = None,
+    group_m: int = DEFAULT_GROUP_M,
+    num_warps: int | None = None,
+    programs_per_sm: int | None = None,
+    num_stages: int | None = None,
+) -> torch.Tensor:
+    """Swap the last two dimensions of ``x`` into a new contiguous tensor.
+
+    A matrix ``(M, N)`` becomes ``(N, M)``; a batch ``(..., M, N)`` becomes ``(..., N, M)``.
+    The data is moved bit for bit, so every dtype of 1, 2, 4 or 8 bytes per element works
+    (floats, integers, ``bool``, float8) and the result equals ``transpose_reference(x)`` exactly.
+
+    Args:
+        x: a tensor of rank ≥ 2 on CUDA (or on the CPU in interpreter mode). Any strides are
+            accepted; batch dimensions whose strides cannot be merged are first copied.
+        out: optional contiguous tensor of shape ``(..., N, M)`` and ``x``'s dtype to write into.
+        method: ``"tiles"`` (the pointer kernel), ``"tma"`` (tensor descriptors: compute capability
+            ≥ 9.0, contiguous last dimension, 16-byte aligned rows on both sides), or ``"auto"``,
+            which takes ``"tma"`` on a GPU wherever it can run and ``"tiles"`` elsewhere.
+        block_m, block_n: tile shape (rows, columns of ``x``), powers of two; chosen from the
+            element size when omitted.
+        group_m: tile rows walked together before moving to the next tile column (1: row-major).
+        num_warps: warps per program, a power of two; chosen from the tile size when omitted.
+        programs_per_sm: None (default) launches one program per tile; a number launches that
+            many programs per SM (a persistent grid), each looping over tiles.
+        num_stages: Triton's software-pipelining depth for the persistent loop (compiler default when None).
+
+    Returns:
+        ``out``, holding ``x.transpose(-1, -2)``.
+
+    Raises:
+        TypeError: a non-tensor argument or an unsupported dtype.
+        ValueError: rank below 2, a mismatched or non-contiguous ``out``, ``out`` sharing memory
+            with ``x``, a CPU tensor outside interpreter mode, a bad knob, or ``method="tma"``
+            where tensor descriptors cannot be used.
+    """
+    validation.check_tensor("x", x)
+    if x.layout != torch.strided:
+        raise ValueError(f"x must be a dense (strided) tensor, got layout {x.layout}")
+    if x.dim() < 2:
+        raise ValueError(f"x must have at least 2 dimensions, got shape {tuple(x.shape)}")
+    bits = _bits_dtype(x)
+    validation.check_device(x=x)
+    M, N = x.shape[-2], x.shape[-1]
+    out_shape = (*x.shape[:-2], N, M)
+    if out is not None:
+        validation.check_tensor("out", out)
+        validation.check_device(x=x, out=out)
+        validation.check_same("dtype", x=x, out=out)
+        if tuple(out.shape) != out_shape:
+            raise ValueError(f"out must have shape {out_shape} (x's last two dims swapped), got {tuple(out.shape)}")
+        validation.check_contiguous(out=out)
+        if out.numel() and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
+            raise ValueError("out shares memory with x; transposing in place is not supported")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    limit = _TMA_MAX_BOX if method == "tma" else 1024
+    _check_power_of_two("block_m", block_m, limit)
+    _check_power_of_two("block_n", block_n, limit)
+    _check_power_of_two("num_warps", num_warps, 32)
+    for name, value in {"group_m": group_m, "programs_per_sm": programs_per_sm, "num_stages": num_stages}.items():
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    if out is None:
+        out = torch.empty(out_shape, dtype=x.dtype, device=x.device)
+    if x.numel() == 0:
+        return out
+    xb = _batched(x).view(bits)
+    batch = xb.shape[0]
+    yb = out.view(batch, N, M).view(bits)
+    method = _resolve_method(method, xb, yb)
+    size = x.element_size()
+
+    table = TMA_CONFIGS if method == "tma" else TILE_CONFIGS
+    bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps)
+    if bm * bn > _MAX_TILE_ELEMENTS:
+        raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
+    if method == "tma" and min(bm, bn) * size < 16:
+        raise ValueError(f"tensor-descriptor tiles need at least 16 bytes a side; got {bm} x {bn} of {size}-byte elements")
+    tiles_m, tiles_n = triton.cdiv(M, bm), triton.cdiv(N, bn)
+    n_tiles = batch * tiles_m * tiles_n
+    if n_tiles > _MAX_PROGRAMS:
+        raise ValueError(f"{n_tiles} tiles exceed the grid's limit of 2**31 - 1; use larger blocks")
+    persistent = programs_per_sm is not None
+    grid = (min(n_tiles, _sm_count(x.device) * programs_per_sm) if persistent else n_tiles,)
+    options = {"num_warps": nw} | ({"num_stages": num_stages} if num_stages else {})
+
+    if method == "tma":
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        if batch > 1:
+            x_desc = TensorDescriptor(xb, list(xb.shape), list(xb.stride()), [1, bm, bn])
+            y_desc = TensorDescriptor(yb, list(yb.shape), list(yb.stride()), [1, bn, bm])
+        else:
+            x_desc = TensorDescriptor(xb[0], [M, N], [xb.stride(1), 1], [bm, bn])
+            y_desc = TensorDescriptor(yb[0], [N, M], [M, 1], [bn, bm])
+        transpose_tma_kernel[grid](
+            x_desc, y_desc, tiles_m, tiles_n, n_tiles,
+            BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m, BATCHED=batch > 1, PERSISTENT=persistent, **options,
+        )
+        return out
+
+    sb, sm, sn = xb.stride()
+    # Largest offset any lane computes, masked lanes of the edge tiles included.
+    x_reach = (batch - 1) * sb + (tiles_m * bm - 1) * sm + (tiles_n * bn - 1) * sn
+    y_reach = ((batch - 1) * N + tiles_n * bn) * M + tiles_m * bm
+    transpose_kernel[grid](
+        xb, yb, M, N, sb, sm, sn, tiles_m, tiles_n, n_tiles,
+        BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m, MASKED=bool(M % bm or N % bn),
+        INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, **options,
+    )
+    return out
+
+
+# -- counts --------------------------------------------------------------------------------------
+def transpose_bytes(M: int, N: int, dtype: torch.dtype, batch: int = 1) -> int:
+    """Bytes a perfect kernel moves: every element read once and written once."""
+    return 2 * batch * M * N * torch.empty((), dtype=dtype).element_size()
