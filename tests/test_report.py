@@ -57,3 +57,13 @@ def test_results_page(sample_doc, tmp_path):
     assert "| N=16777216 | 1,007 | 805 | 503 | 101% | 1.25× |" in page
     assert "No results have been recorded" in report.results_page([], tmp_path / "img", "/img")
     plt.close("all")
+
+
+def test_one_point_per_line_becomes_grouped_bars(sample_doc):
+    for r in sample_doc["records"]:
+        r.update(kernel="transpose", shape={"M": r["shape"]["N"] // 2, "N": r["shape"]["N"]})
+    fig = plot_results(sample_doc, "transpose", "float32", live=False)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 6  # 3 variants × 2 shapes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["524288 × 1048576", "8388608 × 16777216"]
+    plt.close("all")

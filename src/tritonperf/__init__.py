@@ -7,6 +7,12 @@ on a CUDA GPU when one is visible, otherwise through Triton's interpreter on the
 from . import runtime  # first: it sets TRITON_INTERPRET before any kernel is defined
 from .kernels import (
     SoftmaxPlan,
+    layer_norm,
+    layer_norm_bytes,
+    layer_norm_reference,
+    rms_norm,
+    rms_norm_bytes,
+    rms_norm_reference,
     softmax,
     softmax_backward,
     softmax_backward_reference,
@@ -26,6 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "runtime", "__version__",
+    "layer_norm", "layer_norm_bytes", "layer_norm_reference", "rms_norm", "rms_norm_bytes", "rms_norm_reference",
     "SoftmaxPlan", "softmax", "softmax_backward", "softmax_backward_reference", "softmax_bytes", "softmax_plan",
     "softmax_reference",
     "transpose", "transpose_bytes", "transpose_method", "transpose_reference",

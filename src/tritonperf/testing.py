@@ -56,8 +56,12 @@ def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype | None
         nan = torch.isnan(out)
         assert not nan.any(), f"{int(nan.sum())} NaN element(s) in the output (first at flat index {int(nan.flatten().nonzero()[0])})"
     rel, mx = relative_error(out, ref), max_abs_error(out, ref)
-    assert rel <= tol.rel and mx <= tol.abs, (
-        f"relative error {rel:.3e} (limit {tol.rel:.0e}), max abs error {mx:.3e} (limit {tol.abs:.0e})"
+    # No result is closer than the reference rounded to the output's dtype. Where that rounding alone
+    # passes the table's limit (float16 outputs in the subnormal range, say), allow twice it instead.
+    rounding = relative_error(ref.to(out.dtype), ref) if ref.dtype != out.dtype else 0.0
+    rel_limit = max(tol.rel, 2 * rounding)
+    assert rel <= rel_limit and mx <= tol.abs, (
+        f"relative error {rel:.3e} (limit {rel_limit:.1e}), max abs error {mx:.3e} (limit {tol.abs:.0e})"
     )
 
 

@@ -65,6 +65,8 @@ class BenchSpec:
 #: demand, so importing this one neither compiles kernels nor touches the GPU.
 SPECS: dict[str, str] = {
     "vector_add": "vector_add",
+    "layer_norm": "norms",
+    "rms_norm": "norms",
     "softmax": "softmax",
     "transpose": "transpose",
 }

@@ -3,8 +3,9 @@
 Both normalize each row of an ``(..., N)`` tensor on its own: layer norm subtracts the row mean
 and divides by the row standard deviation, then scales by ``weight`` and shifts by ``bias``;
 RMS norm divides by the root mean square and scales by ``weight``. A few operations per element
-against two bytes moved per element in half precision: both directions are memory bound, and the
-goal is to move the minimal bytes (see :func:`layer_norm_bytes`) as fast as a device copy.
+against 4 (forward) or 6 (backward) bytes moved per element in half precision: both directions are
+memory bound, and the goal is to move the minimal bytes (see :func:`layer_norm_bytes`) as fast as a
+device copy.
 
 The forward pass keeps each row in registers when it fits (several short rows per program, one long
 row per program with more warps) and streams rows of any length through two passes over tiles
@@ -396,8 +397,8 @@ def norm_config(
     """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
-    choice in interpreter mode): :data:`FWD_CONFIGS` / :data:`BWD_CONFIGS` when rows fit in registers,
-    :data:`FWD_TILED` / :data:`BWD_TILED` above. The grid is persistent: ``programs`` defaults to
+    choice in interpreter mode): the tables ``FWD_CONFIGS`` / ``BWD_CONFIGS`` when rows fit in
+    registers, ``FWD_TILED`` / ``BWD_TILED`` above. The grid is persistent: ``programs`` defaults to
     ``per_sm`` programs per SM (the launchers measure it with :func:`programs_per_sm`; left at None,
     an estimate from ``num_warps``), never more than there are tiles. ``n_sums`` (the number of
     weight gradients the backward accumulates: 0, 1 or 2) and ``itemsize`` (bytes per element of
@@ -672,8 +673,9 @@ def layer_norm_bwd(
         the parameter is None or its gradient was not asked for.
 
     Raises:
-        TypeError, ValueError: as :func:`layer_norm_fwd`, and for ``dy``, ``mean``, ``rstd`` or
-        ``dx`` of the wrong shape, dtype or device.
+        TypeError: as :func:`layer_norm_fwd`, and for ``mean`` or ``rstd`` not in float32.
+        ValueError: as :func:`layer_norm_fwd`, and for ``dy``, ``mean``, ``rstd`` or ``dx`` of the
+            wrong shape, dtype or device.
     """
     _check_bwd(dy, x, {"weight": weight, "bias": bias}, mean, rstd, dx)
     knobs = {"block_n": block_n, "rows": rows, "num_warps": num_warps, "programs": programs, "num_stages": num_stages}
@@ -774,7 +776,7 @@ def layer_norm(
     """Layer norm over the last dimension, differentiable in ``x``, ``weight`` and ``bias``.
 
     ``y = (x - mean) / sqrt(var + eps) * weight + bias``, with the mean and the (biased) variance
-    of each row, as :func:`torch.nn.functional.layer_norm` with ``normalized_shape = (N,)``.
+    of each row, as ``torch.nn.functional.layer_norm`` with ``normalized_shape = (N,)``.
 
     Args:
         x: tensor of shape ``(..., N)`` (any rank >= 1; rows are the leading dimensions merged),
@@ -798,7 +800,7 @@ def layer_norm(
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float = 1e-6) -> torch.Tensor:
     """RMS norm over the last dimension, differentiable in ``x`` and ``weight``.
 
-    ``y = x / sqrt(mean(x²) + eps) * weight``, as :func:`torch.nn.functional.rms_norm` with
+    ``y = x / sqrt(mean(x²) + eps) * weight``, as ``torch.nn.functional.rms_norm`` with
     ``normalized_shape = (N,)``. Arguments and errors as :func:`layer_norm`, without a bias.
     """
     _check_inputs(x, {"weight": weight}, eps)

@@ -6,7 +6,10 @@ Shapes: 4096 rows of N = 256 … 65536 columns, and the hidden sizes of large la
 The forward specs time one forward call of each variant; ours also writes the per-row statistics a
 training step keeps. The backward specs time the backward pass alone: ours is called with the
 statistics of its forward; torch's variants differentiate a prebuilt graph with
-``torch.autograd.grad(y, inputs, dy, retain_graph=True)``.
+``torch.autograd.grad(y, inputs, dy, retain_graph=True)``, which times what a training step runs
+(for ``torch.compile``, the compiled backward graph). Autograd launches each backward op on the
+stream its forward op ran on, so the graphs are built on the stream that CUDA-graph capture uses
+(see ``_graph_stream``): the small inputs' timing captures the backward like any other call.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ...kernels.norms import (
 )
 from ...ladders.norms import layer_norm_bwd_atomic, layer_norm_fwd_row, layer_norm_fwd_row_scaled_warps
 from ...testing import random_tensor
-from ..specs import BenchSpec, Shape
+from ..specs import BenchSpec, Shape, compiled
 
 LAYER_NORM_EPS, RMS_NORM_EPS = 1e-5, 1e-6
 ROWS = 4096
@@ -50,30 +53,10 @@ def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return F.rms_norm(x, (x.shape[-1],), weight, RMS_NORM_EPS)
 
 
-@functools.cache
-def _compiled(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    import torch._dynamo
-
-    # Every (shape, dtype, requires_grad) of the sweep recompiles the same function: allow them all.
-    config = torch._dynamo.config
-    if hasattr(config, "recompile_limit"):
-        names = ("recompile_limit", "accumulated_recompile_limit")
-    else:  # older torch
-        names = ("cache_size_limit", "accumulated_cache_size_limit")
-    for name in names:
-        if hasattr(config, name):
-            setattr(config, name, max(getattr(config, name), 512))
-    return torch.compile(fn, dynamic=False)
-
-
-def compiled_layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """:func:`torch_layer_norm` through ``torch.compile(dynamic=False)``: one compilation per shape and dtype."""
-    return _compiled(torch_layer_norm)(x, weight, bias)
-
-
-def compiled_rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """:func:`torch_rms_norm` through ``torch.compile(dynamic=False)``: one compilation per shape and dtype."""
-    return _compiled(torch_rms_norm)(x, weight)
+# One compiled function per norm, shared by the forward and backward specs (torch.compile keeps a
+# separate compilation for inputs that require gradients).
+compiled_layer_norm = compiled(torch_layer_norm)
+compiled_rms_norm = compiled(torch_rms_norm)
 
 
 # -- arguments -----------------------------------------------------------------------------------

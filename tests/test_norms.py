@@ -1,0 +1,505 @@
+"""layer_norm and rms_norm: forward and gradients against float64, both code paths, odd shapes,
+poisoned outputs, launch knobs, the lesson's steps, and errors on bad input."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import ON_GPU, gpu_only
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tritonperf import runtime
+from tritonperf.bench.records import SCHEMA
+from tritonperf.kernels.norms import (
+    BWD_CONFIGS,
+    FWD_CONFIGS,
+    layer_norm,
+    layer_norm_bwd,
+    layer_norm_bytes,
+    layer_norm_fwd,
+    layer_norm_reference,
+    norm_config,
+    rms_norm,
+    rms_norm_bwd,
+    rms_norm_bytes,
+    rms_norm_fwd,
+    rms_norm_reference,
+)
+from tritonperf.ladders.norms import layer_norm_bwd_atomic, layer_norm_fwd_row, layer_norm_fwd_row_scaled_warps
+from tritonperf.testing import TOLERANCES, assert_close, max_abs_error, poisoned, random_tensor, relative_error
+
+# The interpreter computes bfloat16 arithmetic wrongly (DESIGN.md §3): bf16 is checked on the GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+NORMS = ["layer_norm", "rms_norm"]
+SHAPES = [
+    (1, 1),  # one row of one element: layer norm's variance is 0 and y is the bias
+    (3, 7),  # fewer columns than any block: most lanes masked
+    (5, 256),  # exactly one 256-column block, fewer rows than one tile holds
+    (19, 257),  # one column past a block: BLOCK_N doubles, half the lanes masked
+    (2, 3, 129),  # rank 3: the leading dimensions are merged into 6 rows
+    (131, 1031),  # primes: a ragged last tile of rows, a ragged block of columns
+] + ([(1823, 781), (4096, 5120), (4099, 8192), (1031, 16384), (4096, 65536)] if ON_GPU else [(263, 781)])
+# On the GPU, the benchmark's sizes: 5120 and 8192 are the longest rows the register paths keep,
+# 16384 takes the tiled backward, 65536 both tiled kernels.
+
+
+def _params(norm, n, dtype, device, *, weight=True, bias=True):
+    # Weights near 1 and small biases, as trained models have; random so that every column differs.
+    w = (1 + 0.1 * random_tensor((n,), torch.float32, device)).to(dtype) if weight else None
+    b = (0.1 * random_tensor((n,), torch.float32, device)).to(dtype) if bias and norm == "layer_norm" else None
+    return (w, b) if norm == "layer_norm" else (w,)
+
+
+def _ours(norm):
+    return layer_norm if norm == "layer_norm" else rms_norm
+
+
+def _reference(norm):
+    return layer_norm_reference if norm == "layer_norm" else rms_norm_reference
+
+
+def _torch(norm, x, *params):
+    n = x.shape[-1]
+    return F.layer_norm(x, (n,), *params, 1e-5) if norm == "layer_norm" else F.rms_norm(x, (n,), *params, 1e-6)
+
+
+def assert_grad_close(out, ref, torch_out):
+    """Within the tolerance table, or at most 2 × torch's own error in the same dtype.
+
+    Gradients are reductions: ``dweight`` and ``dbias`` sum every row, so their largest elements
+    grow with the number of rows and their rounding to a half-precision dtype can pass the table's
+    absolute limit; ``dx`` of RMS norm on one-column rows is a difference of nearly equal terms.
+    DESIGN.md §3 allows "at most 2 × the error of torch in the same dtype" there.
+    """
+    tol = TOLERANCES[out.dtype]
+    assert out.shape == ref.shape and out.dtype == torch_out.dtype
+    assert not torch.isnan(out).any(), "NaN in a gradient"
+    rel, mx = relative_error(out, ref), max_abs_error(out, ref)
+    rel_limit = max(tol.rel, 2 * relative_error(torch_out, ref))
+    abs_limit = max(tol.abs, 2 * max_abs_error(torch_out, ref))
+    assert rel <= rel_limit and mx <= abs_limit, (
+        f"relative error {rel:.3e} (limit {rel_limit:.1e}), max abs error {mx:.3e} (limit {abs_limit:.1e})"
+    )
+
+
+def _check_forward(norm, shape, dtype, device, **knobs):
+    x = random_tensor(shape, dtype, device)
+    params = _params(norm, shape[-1], dtype, device)
+    out = poisoned(shape, dtype, device)
+    if norm == "layer_norm":
+        y, mean, rstd = layer_norm_fwd(x, *params, out=out, **knobs)
+        assert relative_error(mean, x.double().mean(-1).flatten()) <= 1e-5
+    else:
+        y, rstd = rms_norm_fwd(x, *params, out=out, **knobs)
+    assert y is out
+    assert_close(y, _reference(norm)(x, *params), dtype)
+    centered = x.double() - x.double().mean(-1, keepdim=True) if norm == "layer_norm" else x.double()
+    assert relative_error(rstd, torch.rsqrt((centered**2).mean(-1) + (1e-5 if norm == "layer_norm" else 1e-6)).flatten()) <= 1e-5
+
+
+def _check_gradients(norm, shape, dtype, device, *, weight=True, bias=True, **knobs):
+    x = random_tensor(shape, dtype, device)
+    params = _params(norm, shape[-1], dtype, device, weight=weight, bias=bias)
+    dy = random_tensor(shape, dtype, device)
+    present = [p for p in params if p is not None]
+    leaves = [t.detach().requires_grad_() for t in (x, *present)]
+    ref_leaves = [t.detach().double().requires_grad_() for t in leaves]
+    torch_leaves = [t.detach().requires_grad_() for t in leaves]
+
+    def rebuild(ts):
+        it = iter(ts[1:])
+        return [next(it) if p is not None else None for p in params]
+
+    if knobs:  # call the launchers directly, with the knobs
+        x0 = leaves[0].detach()
+        if norm == "layer_norm":
+            _, mean, rstd = layer_norm_fwd(x0, *params)
+            dx_out = poisoned(shape, dtype, device)
+            grads = layer_norm_bwd(dy, x0, *params, mean, rstd, dx=dx_out, **knobs)
+        else:
+            _, rstd = rms_norm_fwd(x0, *params)
+            dx_out = poisoned(shape, dtype, device)
+            grads = rms_norm_bwd(dy, x0, *params, rstd, dx=dx_out, **knobs)
+        assert grads[0] is dx_out
+        grads = [g for g in grads if g is not None]
+    else:  # through autograd
+        _ours(norm)(leaves[0], *rebuild(leaves)).backward(dy)
+        grads = [t.grad for t in leaves]
+    ref = torch.autograd.grad(_reference(norm)(ref_leaves[0], *rebuild(ref_leaves)), ref_leaves, dy.double())
+    expected = torch.autograd.grad(_torch(norm, torch_leaves[0], *rebuild(torch_leaves)), torch_leaves, dy)
+    assert len(grads) == len(ref)
+    for g, r, t in zip(grads, ref, expected, strict=True):
+        assert_grad_close(g, r, t)
+
+
+# -- correctness -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("norm", NORMS)
+def test_forward_matches_reference(norm, dtype, shape, device):
+    _check_forward(norm, shape, dtype, device)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("norm", NORMS)
+def test_gradients_match_reference(norm, dtype, shape, device):
+    _check_gradients(norm, shape, dtype, device)
+
+
+@pytest.mark.skipif(ON_GPU, reason="SHAPES holds this size on the GPU")
+def test_1823_x_781_in_the_interpreter(device):
+    # Odd and larger: about 450 row tiles over a few persistent programs, a ragged last tile.
+    _check_forward("layer_norm", (1823, 781), torch.float16, device)
+    _check_gradients("layer_norm", (1823, 781), torch.float16, device)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize(
+    "shape, block_n",
+    [
+        ((9, 300), 64),  # 5 tiles a row, the last one ragged
+        ((4, 1000), 256),  # 4 tiles, the last one 232 columns wide
+        ((3, 512), 128),  # tiles that divide the row exactly
+    ],
+    ids=str,
+)
+def test_tiled_path(norm, shape, block_n, device):
+    # Rows longer than block_n are streamed through tiles in two passes (the path of rows too long
+    # for registers); a small block_n takes it at small sizes.
+    assert norm_config(*shape, "fwd", device, block_n=block_n).tiled
+    _check_forward(norm, shape, torch.float32, device, block_n=block_n)
+    _check_gradients(norm, shape, torch.float32, device, block_n=block_n)
+    _check_gradients(norm, shape, torch.float16, device, block_n=block_n, programs=2)
+    for rows in (1, 4):  # one row per step; more rows per step than some programs own
+        _check_gradients(norm, shape, torch.float32, device, block_n=block_n, rows=rows, programs=2)
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"programs": 1},  # one program does every row: one partial row
+        {"programs": 7},  # rows shared unevenly, the last program's group is short
+        {"programs": 10_000},  # more programs than row tiles: clamped
+        {"rows": 1, "num_warps": 1},
+        {"rows": 16, "num_warps": 8},  # more rows per tile than some programs own
+        {"block_n": 512, "num_stages": 2},  # a wider block than the row needs; a pipelined row loop
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("norm", NORMS)
+def test_launch_knobs(norm, knobs, device):
+    _check_forward(norm, (97, 300), torch.float32, device, **knobs)
+    _check_gradients(norm, (97, 300), torch.float32, device, **knobs)
+
+
+@pytest.mark.parametrize(
+    "norm, weight, bias",
+    [("layer_norm", False, False), ("layer_norm", True, False), ("layer_norm", False, True), ("rms_norm", False, False)],
+    ids=["layer_norm-no-params", "layer_norm-no-bias", "layer_norm-no-weight", "rms_norm-no-weight"],
+)
+def test_optional_parameters(norm, weight, bias, device):
+    _check_gradients(norm, (37, 100), torch.float32, device, weight=weight, bias=bias)
+    _check_gradients(norm, (37, 100), torch.float32, device, weight=weight, bias=bias, block_n=32)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_float32_parameters_with_half_input(norm, device):
+    # Mixed precision keeps parameters in float32: y and dx come out in x's dtype, the weight
+    # gradients in float32.
+    x = random_tensor((41, 200), torch.float16, device).requires_grad_()
+    params = [p.requires_grad_() for p in _params(norm, 200, torch.float32, device)]
+    y = _ours(norm)(x, *params)
+    assert y.dtype == torch.float16
+    assert_close(y, _reference(norm)(x, *params), torch.float16)
+    y.backward(random_tensor(y.shape, torch.float16, device))
+    assert x.grad.dtype == torch.float16 and all(p.grad.dtype == torch.float32 for p in params)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_non_contiguous_inputs_and_gradients(norm, device):
+    # A column slice is read through its row stride; a transposed tensor is copied first. Summing
+    # the output makes autograd pass an expanded dy, whose strides are all 0.
+    wide = random_tensor((50, 130), torch.float32, device)
+    for x in (wide[:, 3:103], random_tensor((100, 50), torch.float32, device).t()):
+        params = _params(norm, 100, torch.float32, device)
+        assert_close(_ours(norm)(x, *params), _reference(norm)(x, *params))
+        leaf = x.detach().requires_grad_()
+        _ours(norm)(leaf, *params).sum().backward()
+        ref_leaf = x.detach().double().requires_grad_()
+        _reference(norm)(ref_leaf, *params).sum().backward()
+        assert_grad_close(leaf.grad, ref_leaf.grad, torch.autograd.grad(_torch(norm, leaf, *params).sum(), leaf)[0])
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_only_some_gradients_requested(norm, device):
+    # Parameters that do not require gradients get none; a weight alone gets the right one.
+    x = random_tensor((20, 64), torch.float32, device).requires_grad_()
+    params = _params(norm, 64, torch.float32, device)
+    _ours(norm)(x, *params).sum().backward()
+    assert x.grad is not None and all(p.grad is None for p in params)
+    x = random_tensor((20, 64), torch.float32, device)
+    w = params[0].clone().requires_grad_()
+    dy = random_tensor(x.shape, torch.float32, device)
+    _ours(norm)(x, w, *params[1:]).backward(dy)
+    w64 = w.detach().double().requires_grad_()
+    ref = torch.autograd.grad(_reference(norm)(x, w64, *params[1:]), w64, dy.double())[0]
+    assert_grad_close(w.grad, ref, torch.autograd.grad(_torch(norm, x, w, *params[1:]), w, dy)[0])
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("shape", [(0, 16), (4, 0), (2, 0, 8)], ids=str)
+def test_empty_tensors_return_empty(norm, shape, device):
+    x = torch.empty(shape, device=device, requires_grad=True)
+    params = [p.requires_grad_() for p in _params(norm, shape[-1], torch.float32, device)]
+    y = _ours(norm)(x, *params)
+    assert y.shape == x.shape
+    y.sum().backward()
+    assert x.grad.shape == x.shape
+    for p in params:  # sums over no rows
+        assert p.grad.shape == (shape[-1],) and torch.all(p.grad == 0)
+
+
+def test_ladder_steps(device):
+    x = random_tensor((67, 781), torch.float16, device)
+    w, b = _params("layer_norm", 781, torch.float16, device)
+    ref = layer_norm_reference(x, w, b)
+    for step in (layer_norm_fwd_row, layer_norm_fwd_row_scaled_warps):
+        y, mean, rstd = step(x, w, b)
+        assert_close(y, ref, torch.float16)
+    dy = random_tensor(x.shape, torch.float16, device)
+    ours = layer_norm_bwd(dy, x, w, b, mean, rstd)
+    for g, o in zip(layer_norm_bwd_atomic(dy, x, w, mean, rstd), ours, strict=True):
+        assert g.dtype == o.dtype
+        assert relative_error(g, o) < 1e-3
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    m=st.integers(1, 70),
+    n=st.integers(1, 700),
+    block_log2=st.integers(4, 10),
+    programs=st.integers(1, 9),
+    rms=st.booleans(),
+)
+def test_property_any_shape_any_block(m, n, block_log2, programs, rms):
+    device = runtime.default_device()
+    norm = "rms_norm" if rms else "layer_norm"
+    # block_n >= n keeps rows in registers, block_n < n streams them through tiles.
+    knobs = {"block_n": 1 << block_log2, "programs": programs}
+    _check_forward(norm, (m, n), torch.float32, device, **knobs)
+    _check_gradients(norm, (m, n), torch.float32, device, **knobs)
+
+
+@gpu_only
+@pytest.mark.parametrize("norm", NORMS)
+def test_offsets_past_2_31_elements(norm):
+    # 32771 rows of 65536: 2**31 + 3 * 65536 elements, so row * stride passes 2**31 in the last rows.
+    m, n = 2**31 // 65536 + 3, 65536
+    x = torch.randn(m, n, dtype=torch.float16, device="cuda")
+    params = _params(norm, n, torch.float16, "cuda")
+    stats_fwd = layer_norm_fwd if norm == "layer_norm" else rms_norm_fwd
+    y, *stats = stats_fwd(x, *params)
+    tail = slice(m - 4, m)
+    assert_close(y[tail], _reference(norm)(x[tail], *params), torch.float16)
+    dy = torch.randn_like(x)
+    del y
+    if norm == "layer_norm":
+        dx, *_ = layer_norm_bwd(dy, x, *params, *stats)
+    else:
+        dx, _ = rms_norm_bwd(dy, x, *params, *stats)
+    leaves = [x[tail].double().requires_grad_()]
+    ref = torch.autograd.grad(_reference(norm)(leaves[0], *params), leaves, dy[tail].double())[0]
+    assert_close(dx[tail], ref, torch.float16)
+
+
+# -- configuration ---------------------------------------------------------------------------------
+def test_default_configs(device):
+    for n, direction, table in [(n, "fwd", FWD_CONFIGS) for n in (1, 256, 5120, 16384)] + [(n, "bwd", BWD_CONFIGS) for n in (1, 300, 8192)]:
+        cfg = norm_config(4096, n, direction, device, n_sums=2)
+        assert not cfg.tiled and cfg.block_n >= n and cfg.block_n <= table[-1][0]
+        assert 1 <= cfg.programs <= -(-4096 // cfg.rows)
+    for n, direction in [(32768, "fwd"), (65536, "fwd"), (16384, "bwd"), (65536, "bwd")]:
+        cfg = norm_config(4096, n, direction, device, n_sums=2)
+        assert cfg.tiled and cfg.block_n < n and cfg.rows == (1 if direction == "fwd" else 2)
+    assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
+
+
+# -- bad input -------------------------------------------------------------------------------------
+def _x(device, shape=(4, 16), dtype=torch.float32):
+    return random_tensor(shape, dtype, device)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_rejects_non_tensors(norm, device):
+    x = _x(device)
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        _ours(norm)([[1.0] * 16] * 4, *_params(norm, 16, torch.float32, device))
+    with pytest.raises(TypeError, match="weight must be a torch.Tensor"):
+        _ours(norm)(x, [1.0] * 16, *_params(norm, 16, torch.float32, device)[1:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int32, torch.bool], ids=str)
+@pytest.mark.parametrize("norm", NORMS)
+def test_rejects_unsupported_dtype(norm, dtype, device):
+    x = torch.zeros(4, 16, dtype=dtype, device=device)
+    with pytest.raises(TypeError, match="x has dtype .*; supported: float32, float16, bfloat16"):
+        _ours(norm)(x, *_params(norm, 16, torch.float32, device))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_rejects_parameter_dtype(norm, device):
+    # Parameters in x's dtype or float32 only.
+    x = _x(device, dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="weight has dtype float16; supported: bfloat16, float32"):
+        _ours(norm)(x, *_params(norm, 16, torch.float16, device))
+    with pytest.raises(TypeError, match="weight has dtype float64"):
+        _ours(norm)(_x(device), *_params(norm, 16, torch.float64, device))
+
+
+def test_rejects_weight_and_bias_of_different_dtypes(device):
+    x = _x(device, dtype=torch.float16)
+    with pytest.raises(ValueError, match="dtypes differ: weight: torch.float16, bias: torch.float32"):
+        layer_norm(x, torch.ones(16, dtype=torch.float16, device=device), torch.zeros(16, device=device))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("bad", [(15,), (17,), (1, 16), ()], ids=str)
+def test_rejects_parameter_shape(norm, bad, device):
+    params = [torch.ones(bad, device=device)] + list(_params(norm, 16, torch.float32, device)[1:])
+    with pytest.raises(ValueError, match=re.escape("weight must have shape (16,), the last dimension of x")):
+        _ours(norm)(_x(device), *params)
+
+
+def test_rejects_bias_shape(device):
+    with pytest.raises(ValueError, match=re.escape("bias must have shape (16,)")):
+        layer_norm(_x(device), torch.ones(16, device=device), torch.zeros(8, device=device))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_rejects_0d_input(norm, device):
+    with pytest.raises(ValueError, match="at least one dimension"):
+        _ours(norm)(torch.tensor(1.0, device=device), None, *([None] if norm == "layer_norm" else []))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_rejects_mixed_devices(norm, device):
+    with pytest.raises(ValueError, match="same device"):
+        _ours(norm)(_x(device), torch.ones(16, device="meta"), *([None] if norm == "layer_norm" else []))
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_cpu_tensors_outside_interpreter_mode_get_a_clear_error(norm, monkeypatch):
+    monkeypatch.setattr(runtime, "MODE", "gpu")
+    with pytest.raises(ValueError, match=r"got CPU tensors.*\.cuda\(\)"):
+        _ours(norm)(_x("cpu"), *_params(norm, 16, torch.float32, "cpu"))
+
+
+@pytest.mark.parametrize("eps", [-1e-5, float("nan"), float("inf"), "1e-5", None, True])
+@pytest.mark.parametrize("norm", NORMS)
+def test_rejects_bad_eps(norm, eps, device):
+    with pytest.raises(ValueError, match="eps must be a finite number >= 0"):
+        _ours(norm)(_x(device), *_params(norm, 16, torch.float32, device), eps)
+
+
+@pytest.mark.parametrize(
+    "knobs, message",
+    [
+        ({"block_n": 100}, "block_n must be a positive power of two"),
+        ({"rows": 3}, "rows must be a positive power of two"),
+        ({"num_warps": 64}, "num_warps must be at most 32"),
+        ({"num_warps": 0}, "num_warps must be a positive power of two"),
+        ({"programs": 0}, "programs must be a positive integer"),
+        ({"num_stages": 0}, "num_stages must be a positive integer"),
+    ],
+    ids=str,
+)
+def test_rejects_bad_knobs(knobs, message, device):
+    x = _x(device)
+    w, b = _params("layer_norm", 16, torch.float32, device)
+    with pytest.raises(ValueError, match=message):
+        layer_norm_fwd(x, w, b, **knobs)
+    _, mean, rstd = layer_norm_fwd(x, w, b)
+    with pytest.raises(ValueError, match=message):
+        layer_norm_bwd(x, x, w, b, mean, rstd, **knobs)
+
+
+def test_rejects_bad_out(device):
+    x = _x(device)
+    w, b = _params("layer_norm", 16, torch.float32, device)
+    with pytest.raises(ValueError, match="shapes differ"):
+        layer_norm_fwd(x, w, b, out=torch.empty(4, 15, device=device))
+    with pytest.raises(ValueError, match="dtypes differ"):
+        rms_norm_fwd(x, w, out=torch.empty(4, 16, dtype=torch.float16, device=device))
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        layer_norm_fwd(x, w, b, out=torch.empty(16, 4, device=device).t())
+
+
+def test_backward_rejects_bad_arguments(device):
+    x = _x(device)
+    w, b = _params("layer_norm", 16, torch.float32, device)
+    _, mean, rstd = layer_norm_fwd(x, w, b)
+    with pytest.raises(ValueError, match="shapes differ"):
+        layer_norm_bwd(x[:3], x, w, b, mean, rstd)
+    with pytest.raises(ValueError, match="dtypes differ"):
+        layer_norm_bwd(x.half(), x, w, b, mean, rstd)
+    with pytest.raises(ValueError, match=re.escape("mean must be a float32 vector of one value per row, shape (4,)")):
+        layer_norm_bwd(x, x, w, b, mean[:3], rstd)
+    with pytest.raises(TypeError, match="rstd has dtype float64"):
+        rms_norm_bwd(x, x, w, rstd.double())
+    with pytest.raises(ValueError, match="dx must be contiguous"):
+        rms_norm_bwd(x, x, w, rstd, dx=torch.empty(16, 4, device=device).t())
+
+
+# -- counts --------------------------------------------------------------------------------------
+def test_bytes_counts():
+    # Forward: x read, y written, weight and bias read. Backward: x, dy read, dx written, weight
+    # read, dweight and dbias written.
+    assert layer_norm_bytes(1000, 100, torch.float16) == 2 * 1000 * 100 * 2 + 2 * 100 * 2
+    assert layer_norm_bytes(1000, 100, torch.float16, "bwd") == 3 * 1000 * 100 * 2 + 3 * 100 * 2
+    assert layer_norm_bytes(1000, 100, torch.bfloat16, "bwd", weight_dtype=torch.float32) == 3 * 1000 * 100 * 2 + 3 * 100 * 4
+    assert rms_norm_bytes(1000, 100, torch.float32) == 2 * 1000 * 100 * 4 + 100 * 4
+    assert rms_norm_bytes(1000, 100, torch.float32, "bwd") == 3 * 1000 * 100 * 4 + 2 * 100 * 4
+    with pytest.raises(ValueError, match="direction"):
+        layer_norm_bytes(1, 1, torch.float32, "fwd+bwd")
+
+
+def test_bench_suite_specs():
+    # The suite can be listed without a GPU; its names follow the records' rules.
+    from tritonperf.bench.suites import norms as suite
+
+    record = SCHEMA["properties"]["records"]["items"]["properties"]
+    specs = suite.specs()
+    assert {(s.kernel, s.direction) for s in specs} == {(k, d) for k in NORMS for d in ("fwd", "bwd")}
+    for spec in specs:
+        assert spec.metric == "GBps" and spec.x == "N"
+        assert all(set(shape) == {"M", "N"} for shape in [*spec.shapes, *spec.quick_shapes])
+        assert {"tritonperf", "torch", "torch.compile"} <= set(spec.variants)
+        assert all(re.fullmatch(record["variant"]["pattern"], v) for v in spec.variants)
+        assert spec.nbytes({"M": 4096, "N": 1024}, torch.float16) > 3 * 4096 * 1024 if spec.direction == "bwd" else True
+    steps = {v for s in specs if s.kernel == "layer_norm" for v in s.variants if v.startswith("step-")}
+    assert steps == {"step-1-row-4-warps", "step-2-row-scaled-warps", "step-1-atomic-sums"}
+
+
+@gpu_only
+def test_bench_variants_run_and_agree():
+    # Every variant of the suite runs on its own arguments, and the backward variants agree with
+    # each other; torch's backward is also timed once, which replays it inside a CUDA graph.
+    from tritonperf.bench.suites import norms as suite
+    from tritonperf.bench.timing import time_ms
+
+    shape = {"M": 256, "N": 1024}
+    for spec in suite.specs():
+        args = spec.make_args(shape, torch.float16)
+        outs = {name: fn(*args) for name, fn in spec.variants.items()}
+        if spec.direction == "bwd":
+            expected = outs["torch"]
+            for name, grads in outs.items():
+                for g, e in zip([g for g in grads if g is not None], expected, strict=True):
+                    assert relative_error(g, e) < 2e-3, (spec.kernel, name)
+            nbytes = spec.nbytes(shape, torch.float16)
+            assert time_ms(spec.variants["torch"], lambda spec=spec: spec.make_args(shape, torch.float16), nbytes) > 0
