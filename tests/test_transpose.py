@@ -373,8 +373,25 @@ def test_bench_suite_is_well_formed():
     assert all(set(s) == {"M", "N"} for s in [*spec.shapes, *spec.quick_shapes])
     assert {"tritonperf", "torch", "torch.compile"} <= set(spec.variants)
     steps = sorted(v for v in spec.variants if v.startswith("step-"))
-    assert steps == ["step-1-row-per-program", "step-2-coalesced-writes", "step-3-tiles", "step-4-tuned"]
+    assert steps == ["step-1-row-per-program", "step-2-coalesced-writes", "step-3-tiles", "step-4-tuned", "step-5-tma"]
     assert spec.nbytes({"M": 4096, "N": 4096}, torch.float16) == 2 * 2 * 4096 * 4096
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_bench_tma_step_only_on_16_byte_rows(quick):
+    # method="tma" refuses rows that are not 16-byte multiples, so the suite must not run it there;
+    # every other variant runs on every shape.
+    (spec,) = suite.specs()
+    cases = spec.cases(quick=quick)
+    for dtype in spec.dtypes:
+        size = torch.empty((), dtype=dtype).element_size()
+        for shape in spec.quick_shapes if quick else spec.shapes:
+            ran = {variant for d, s, variant in cases if d == dtype and s == shape}
+            aligned = shape["M"] * size % 16 == 0 and shape["N"] * size % 16 == 0
+            assert ran == set(spec.variants) - ({"step-5-tma"} if not aligned else set()), (shape, dtype)
+    # The suite's shapes include both kinds, so the test cannot pass vacuously.
+    assert any(v == "step-5-tma" for _, _, v in cases)
+    assert len(cases) < len(spec.dtypes) * len(spec.quick_shapes if quick else spec.shapes) * len(spec.variants)
 
 
 def test_bench_torch_baselines_write_into_out(device):

@@ -222,8 +222,9 @@ def _config(
 def transpose_method(x: torch.Tensor, out: torch.Tensor | None = None) -> str:
     """The kernel :func:`tritonperf.transpose` runs for ``x`` (and ``out``) with ``method="auto"``: ``"tma"`` or ``"tiles"``.
 
-    ``"tma"`` is chosen on a GPU of compute capability 9.0 or newer when the input's last
-    dimension is contiguous and the rows of input and output start at 16-byte multiples.
+    ``"tma"`` is chosen only for element sizes listed in ``AUTO_TMA_SIZES`` (none at present: the
+    pointer kernel measured faster), on a GPU of compute capability 9.0 or newer, when the input's
+    last dimension is contiguous and the rows of input and output start at 16-byte multiples.
     """
     validation.check_tensor("x", x)
     if x.dim() < 2:
@@ -256,7 +257,8 @@ def transpose(
         out: optional contiguous tensor of shape ``(..., N, M)`` and ``x``'s dtype to write into.
         method: ``"tiles"`` (the pointer kernel), ``"tma"`` (tensor descriptors: compute capability
             ≥ 9.0, contiguous last dimension, 16-byte aligned rows on both sides), or ``"auto"``,
-            which takes ``"tma"`` on a GPU wherever it can run and ``"tiles"`` elsewhere.
+            which takes ``"tma"`` where it can run for the element sizes in ``AUTO_TMA_SIZES``
+            (none at present) and ``"tiles"`` everywhere else.
         block_m, block_n: tile shape (rows, columns of ``x``), powers of two; chosen from the
             element size when omitted.
         group_m: tile rows walked together before moving to the next tile column (1: row-major).

@@ -35,7 +35,7 @@ from ..specs import BenchSpec, Shape, compiled
 
 LAYER_NORM_EPS, RMS_NORM_EPS = 1e-5, 1e-6
 ROWS = 4096
-COLUMNS = [256, 512, 1024, 2048, 4096, 5120, 8192, 16384, 32768, 65536]
+COLUMNS = [256, 1024, 4096, 8192, 16384, 65536]
 LLM_SHAPES: list[Shape] = [{"M": 16384, "N": n} for n in (4096, 5120, 8192)]
 SHAPES: list[Shape] = [{"M": ROWS, "N": n} for n in COLUMNS] + LLM_SHAPES
 QUICK_SHAPES: list[Shape] = [{"M": ROWS, "N": n} for n in (1024, 4096, 16384, 65536)] + LLM_SHAPES[:1]

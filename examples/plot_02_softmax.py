@@ -1,0 +1,348 @@
+"""
+Fused softmax: one pass over memory
+===================================
+
+The second lesson. Softmax turns each row of scores into probabilities; attention and every
+classifier head compute it. It does a few operations per element, so, as for vector addition,
+its speed is set by the bytes it moves. You will learn:
+
+* how to count those bytes, and why an unfused softmax moves twice as many as it must;
+* how **fusion** keeps a row in registers so that it crosses the memory bus once;
+* how to size a program to its row: several short rows per program, more warps for long rows,
+  and what happens when a row no longer fits in registers;
+* the **online softmax**, which streams rows of any length with a running maximum and sum;
+* the backward pass, its byte count and its check.
+
+To run this script yourself you need torch, triton and the ``tritonperf`` package
+(``pip install -e .`` from a clone of the guide's repository). On a CUDA GPU it runs at
+full size; anywhere else Triton's interpreter runs the kernels on the CPU at small sizes.
+"""
+
+# %%
+# Where the kernels run
+# ---------------------
+# Importing :mod:`tritonperf` picks the mode: a visible CUDA GPU, or Triton's interpreter.
+
+import torch
+
+from tritonperf import runtime
+from tritonperf.bench import live_or_recorded, plot_results
+from tritonperf.bench.report import summarize
+from tritonperf.kernels.softmax import (
+    MAX_FUSED_N,
+    softmax,
+    softmax_backward,
+    softmax_backward_reference,
+    softmax_bytes,
+    softmax_plan,
+    softmax_reference,
+)
+from tritonperf.ladders.softmax import softmax_fused_row, softmax_unfused
+from tritonperf.testing import assert_close, poisoned, random_tensor, relative_error
+
+print(runtime.describe())
+DEVICE = runtime.default_device()
+
+# %%
+# What the hardware allows
+# ------------------------
+# For a row ``x`` of ``N`` scores::
+#
+#    m   = max_k x_k
+#    y_j = exp(x_j - m) / Σ_k exp(x_k - m)
+#
+# Subtracting the row maximum ``m`` does not change the result (it cancels between the
+# numerator and the denominator) but keeps every exponential at most 1: without it,
+# ``exp(12.0)`` already overflows float16, and ``exp(89.0)`` float32.
+#
+# A kernel must read ``x`` once and write ``y`` once: ``2 * M * N * itemsize`` bytes for ``M``
+# rows, against a few operations per element. So the best possible time is that of a device copy
+# of the same bytes. Written the way an eager framework runs it, one operation after another,
+# softmax reads the input three times: once for the maximum, once for the sum of
+# exponentials, once to normalize. Our first step does exactly that:
+
+M, N = 4096, 4096
+itemsize = torch.empty((), dtype=torch.float16).element_size()
+minimal = softmax_bytes(M, N, torch.float16)
+unfused = 3 * M * N * itemsize + M * N * itemsize + 5 * 4 * M  # x read 3 times, y written; per row, 2 floats written, 3 read
+online = 3 * M * N * itemsize  # long rows: x read twice, y written (the second read often hits L2)
+for name, moved in [("fused (minimum)", minimal), ("three passes (step 1)", unfused), ("online, if L2 misses", online)]:
+    print(f"{name:24} {moved / 2**20:7,.0f} MiB = {moved / minimal:.2f} x the minimum")
+
+results = live_or_recorded("softmax")
+for doc, live in results:
+    copy = doc["ceilings"]["copy_GBps"]
+    print(f"{doc['provenance']['gpu']} ({'measured now' if live else 'recorded'}): copy ceiling {copy:,.0f} GB/s, "
+          f"so {M} x {N} float16 takes at least {minimal / (copy * 1e9) * 1e6:,.0f} µs")
+if not results:
+    print("No GPU here and no recorded results found next to this script: the plots below are skipped.")
+
+# %%
+# Step 1: three kernels, three reads
+# ----------------------------------
+# The unfused version: one kernel finds each row's maximum, a second sums the exponentials,
+# a third writes the result. Each is simple, one program per row walking it in blocks of 1024
+# columns, and each reads the whole row from memory again; only two floats per row pass from one
+# kernel to the next.
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/softmax.py
+#    :pyobject: row_max_kernel
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/softmax.py
+#    :pyobject: row_exp_sum_kernel
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/softmax.py
+#    :pyobject: normalize_kernel
+#
+# Every check in this lesson compares against :func:`~tritonperf.softmax_reference`
+# computed in float64, on fresh random data whose shape is not a multiple of any block:
+
+shape = runtime.pick(gpu=(4096, 5120 + 3), cpu=(37, 781))
+x = random_tensor(shape, torch.float16, DEVICE)
+reference = softmax_reference(x.double())
+assert_close(softmax_unfused(x), reference, torch.float16)
+print(f"step 1 on {shape[0]} x {shape[1]} float16: matches the float64 reference")
+
+# %%
+# Step 2: one kernel, the row in registers
+# ----------------------------------------
+# Fusing the three passes means loading a row once and keeping it on the chip while the maximum,
+# the exponentials and the sum are computed. With one program per row and a block as wide as the
+# row (the next power of two, the rest masked with ``-inf``, whose exponential is 0), the row lives
+# in the registers of the program's threads:
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/softmax.py
+#    :pyobject: softmax_row_kernel
+#
+# The bytes moved drop to the minimum. The catch is the register file: 4 warps are 128 threads,
+# so each thread holds ``N / 128`` values of the row, in float32. A thread can address at most
+# 255 registers, and it needs some for addresses and temporaries too. Past that the compiler
+# *spills* the row to local memory, which lives in the same DRAM the kernel was trying not to
+# touch twice:
+
+for n in (1024, 4096, 16384, 32768, 65536):
+    per_thread = n // 128
+    print(f"N = {n:6}: {per_thread:4} float32 values per thread" + ("  (more than 255 registers: spills)" if per_thread > 255 else ""))
+
+assert_close(softmax_fused_row(x), reference, torch.float16)
+print("step 2 matches the reference")
+
+# %%
+# The final kernel: sized to the row
+# ----------------------------------
+# :func:`tritonperf.softmax` keeps step 2's idea and fixes its sizing, chosen
+# from the shape by :func:`~tritonperf.softmax_plan` with plain rules (no
+# autotuning, so no tuning cost at run time):
+#
+# * **more warps for longer rows**, so that each thread holds about 16 values whatever ``N`` is
+#   (up to 32 warps, 1024 threads, for the longest rows held in registers);
+# * **several rows per program when rows are short**: a 256-column row is 512 bytes of float16,
+#   too little for a program to keep the memory system busy, so short rows are packed into
+#   2-D blocks of about 2048 elements;
+# * a launch loop that lets the same kernel run on a **persistent grid** (fewer programs than
+#   row blocks, each looping), a knob to try; by default there is one program per block;
+# * loads marked ``evict_first``: each byte is read once, so it need not stay in L2;
+# * row offsets in 64-bit integers, so tensors of more than 2\ :sup:`31` elements work.
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: softmax_fwd_kernel
+#
+# The configurations it picks for 4096 rows on this machine (rows of up to ``MAX_FUSED_N`` columns
+# are held in registers):
+
+print(f"MAX_FUSED_N = {MAX_FUSED_N}")
+for n in (256, 1024, 4096, 5120, 16384, 65536, 1 << 20):
+    plan = softmax_plan(4096, n, torch.float16, "fwd", DEVICE)
+    print(f"N = {n:7}: path {plan.path:6}  block {plan.block_n:5}  rows/program {plan.rows_per_program:2}  "
+          f"warps {plan.num_warps:2}  programs {plan.grid}")
+
+y = poisoned(shape, torch.float16, DEVICE)
+softmax(x, y)
+assert_close(y, reference, torch.float16)
+torch_error = relative_error(torch.softmax(x, dim=-1), reference)
+print(f"tritonperf.softmax: relative error {relative_error(y, reference):.2e}, torch's own in float16 {torch_error:.2e}")
+
+# %%
+# Rows longer than the registers: online softmax
+# -----------------------------------------------
+# Above ``MAX_FUSED_N`` columns (printed above) a row no longer fits in registers, and rows of
+# a million scores exist (long-context attention, large vocabularies). Reading such a row three
+# times, as step 1 does, would work but costs bytes. The **online** softmax needs only two passes:
+# the first keeps a *running* maximum ``m`` and a running sum ``s`` of ``exp(x - m)``. When a
+# new value raises the maximum from ``m`` to ``m'``, the sum so far is rescaled by
+# ``exp(m - m')``, so it is always relative to the current maximum::
+#
+#    m' = max(m, x)
+#    s' = s · exp(m - m') + exp(x - m')
+#
+# After one pass both are exact, and the second pass writes ``exp(x - m) / s``. The rule, in
+# plain torch on a row cut into tiles:
+
+row = random_tensor((10_000,), torch.float32, "cpu").double() * 3
+m, s = torch.tensor(float("-inf"), dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64)
+for tile in row.split(1024):
+    m_new = torch.maximum(m, tile.max())
+    s = s * torch.exp(m - m_new) + torch.exp(tile - m_new).sum()
+    m = m_new
+print(f"running max {m.item():.6f}, running sum {s.item():.6f}")
+print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max()).sum().item():.6f}")
+
+# %%
+# In the kernel every lane of a tile keeps its own running pair, so the loop needs no
+# reduction across threads; the lanes' pairs are folded into one at the end with the same
+# rescaling rule. A lane that has seen only ``-inf`` keeps a sum of 0 rather than the NaN of
+# ``-inf - (-inf)``:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: _online_stats
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: _combine
+#
+# The second pass walks the row from its last tile to its first. The first pass has just read
+# the row, so most of it is still in L2; the tiles read last are the likeliest to be there:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: _write_probs
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: softmax_fwd_online_kernel
+#
+# One program per row keeps the two passes of a row close in time, but a few long rows would
+# leave most SMs idle. When there are fewer rows than SMs, rows are cut into chunks instead: a
+# first kernel writes the (maximum, sum) pair of every chunk, and a second combines a row's pairs,
+# by the same rule, before writing its chunk (``softmax_fwd_partial_kernel`` and
+# ``softmax_fwd_split_kernel``).
+#
+# The interpreter is slow, so on the CPU the thresholds are lowered to send short rows down the
+# same two paths; on a GPU the rows are as long as the benchmark's:
+
+small = dict(max_fused_n=512, tile_n=128)
+for rows, cols in [runtime.pick(gpu=(256, 1 << 17), cpu=(9, 3000)), runtime.pick(gpu=(64, 1 << 20), cpu=(2, 3000))]:
+    knobs = runtime.pick(gpu={}, cpu=small)
+    plan = softmax_plan(rows, cols, torch.float16, "fwd", DEVICE, **knobs)
+    long_x = random_tensor((rows, cols), torch.float16, DEVICE)
+    long_y = poisoned((rows, cols), torch.float16, DEVICE)
+    softmax(long_x, long_y, **knobs)
+    assert_close(long_y, softmax_reference(long_x.double()), torch.float16)
+    print(f"{rows} x {cols}: path {plan.path!r} ({plan.chunks} chunk(s) per row), matches the reference")
+
+# %%
+# Edge values behave as in torch: large magnitudes cannot overflow, and a row of only ``-inf``
+# (a fully masked attention row) gives NaN, which is what ``torch.softmax`` returns:
+
+edge = random_tensor((3, 300), torch.float32, DEVICE)
+edge[0] += 1e4  # exp(1e4) is far beyond float32; exp(x - max) is not
+edge[1] -= 1e4
+edge[2] = float("-inf")
+for path, knobs in [("fused", {}), ("online", dict(max_fused_n=64, tile_n=64, split=1))]:
+    ours, theirs = softmax(edge, **knobs), torch.softmax(edge, dim=-1)
+    same_nan = torch.equal(torch.isnan(ours), torch.isnan(theirs))
+    print(f"{path:6}: rows of ±1e4 finite: {bool(torch.isfinite(ours[:2]).all())}, "
+          f"NaN exactly where torch has NaN: {same_nan}, max difference elsewhere {(ours[:2] - theirs[:2]).abs().max().item():.1e}")
+
+# %%
+# The backward pass
+# -----------------
+# With ``y = softmax(x)`` and an incoming gradient ``dy``, the chain rule through
+# ``∂y_i/∂x_j = y_i · (δ_ij - y_j)`` (``δ_ij`` is 1 when ``i = j``, else 0) gives::
+#
+#    dx_j = y_j · (dy_j - Σ_k y_k · dy_k)
+#
+# Only the output ``y`` is needed, not ``x``: the forward pass saves ``y``, and the backward pass
+# is the same shape of kernel with a dot product instead of a maximum. It reads ``y`` and ``dy``
+# and writes ``dx``, ``3 * M * N * itemsize`` bytes; long rows take the same online route, a
+# first pass for the dot product and a second for ``dx``.
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: softmax_bwd_kernel
+#
+# :func:`~tritonperf.softmax` is differentiable through a
+# ``torch.autograd.Function``; the gradient is checked against float64 autograd:
+
+xg = random_tensor(shape, torch.float16, DEVICE).requires_grad_()
+dy = random_tensor(shape, torch.float16, DEVICE)
+softmax(xg).backward(dy)
+x64 = xg.detach().double().requires_grad_()
+torch.softmax(x64, dim=-1).backward(dy.double())
+assert_close(xg.grad, x64.grad, torch.float16)
+y64 = softmax_reference(x64.detach())
+direct = softmax_backward(y64.to(torch.float16), dy)
+assert_close(direct, softmax_backward_reference(y64, dy.double()), torch.float16)
+print(f"gradient through autograd: relative error {relative_error(xg.grad, x64.grad):.2e}")
+
+# %%
+# Measured against torch and the copy ceiling
+# -------------------------------------------
+# Five variants of the forward pass, timed in one run: ``tritonperf``; ``torch`` (eager
+# ``torch.softmax``); ``torch.compile`` of the same call, compiled once per shape; and the two
+# steps above. Bandwidth counts the minimal bytes for every variant, so a variant that moves
+# more bytes shows as slower, which it is. The plots show the benchmark's 4096 rows; the long
+# rows of the online path (256 rows of 2\ :sup:`17` and 64 rows of 2\ :sup:`20` columns) are in
+# the table further down. The dashed line is the copy ceiling of the same run.
+
+
+def rows_of(doc: dict, m_rows: int) -> dict:
+    """The same results document, keeping only the records with ``m_rows`` rows."""
+    return {**doc, "records": [r for r in doc["records"] if r["shape"].get("M") == m_rows]}
+
+
+for doc, live in results:
+    for dtype in ("float16", "bfloat16", "float32"):
+        plot_results(rows_of(doc, 4096), "softmax", dtype, live=live,
+                     title=f"softmax forward, {dtype}, 4096 rows, {doc['provenance']['gpu']}")
+
+# %%
+# The backward pass, each variant given the saved output ``y`` and the incoming gradient ``dy``,
+# so that only the backward pass is timed; for eager torch that is the operator its autograd
+# runs for softmax:
+
+for doc, live in results:
+    for dtype in ("float16", "float32"):
+        plot_results(rows_of(doc, 4096), "softmax", dtype, live=live, direction="bwd",
+                     title=f"softmax backward, {dtype}, 4096 rows, {doc['provenance']['gpu']}")
+
+# %%
+# What each step bought
+# ---------------------
+# Bandwidth of every variant in float16, as a share of the copy ceiling, and the final kernel
+# against the best torch variant; the last two rows of each table are the long rows:
+
+COLUMNS = {"step-1-unfused": "step 1", "step-2-fused-row": "step 2", "tritonperf": "final",
+           "torch": "torch", "torch.compile": "compile"}
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    for direction in ("fwd", "bwd"):
+        by_shape: dict[tuple[int, int], dict[str, dict]] = {}
+        for r in summarize(doc):
+            if r["kernel"] == "softmax" and r["direction"] == direction and r["dtype"] == "float16":
+                by_shape.setdefault((r["shape"]["M"], r["shape"]["N"]), {})[r["variant"]] = r
+        present = [v for v in COLUMNS if any(v in cell for cell in by_shape.values())]
+        print(f"\n  {direction}, % of the copy ceiling" + " " * 6 + "".join(f"{COLUMNS[v]:>9}" for v in present) + "   final vs best torch")
+        # The benchmark's 4096 rows first, by row length, then the long rows.
+        for (m_rows, n_cols), cell in sorted(by_shape.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+            shares = "".join(f"{cell[v]['pct_of_ceiling']:8.1f}%" if v in cell else f"{'–':>9}" for v in present)
+            ours = cell.get("tritonperf")
+            versus = f"{ours['vs_best_torch']:.2f}x" if ours and ours["vs_best_torch"] else "–"
+            print(f"  M={m_rows:5} N={n_cols:8}         {shares}   {versus:>8}")
+
+# %%
+# Step 1 moves twice the minimal bytes, so it can reach at best half the ceiling, and its three
+# launches each pay their own start-up. Fusing (step 2) removes the extra traffic; with 4 warps
+# per program, though, the shortest rows give each program too few bytes to keep memory busy,
+# and from about 32768 columns on the row no longer fits in registers and spills. The final
+# kernel's sizing addresses both ends: packed rows on the left of the plot, more warps and
+# then the online path on the right, where the second read of each row mostly comes from L2.
+# torch's eager softmax is a single hand-written CUDA kernel, not three operations, and
+# ``torch.compile`` generates a fused Triton kernel of its own: both are fused baselines.
+#
+# Takeaways
+# ---------
+# * Count bytes first: softmax's minimum is one read and one write; everything above that is
+#   a cost the plot shows.
+# * Fusion is keeping data on the chip between operations; registers are where a row lives
+#   in a one-pass kernel, and their number bounds the row a program can hold.
+# * Size the program to the work: pack short rows, add warps for long ones.
+# * When the data does not fit, stream it: the online maximum-and-sum rule turns a
+#   three-pass algorithm into two passes over tiles, for rows of any length.
+# * Subtract the maximum; check edge values (``-inf`` rows, large magnitudes) against torch.

@@ -1,0 +1,358 @@
+"""
+Layer norm and RMS norm: forward and backward
+=============================================
+
+Normalization layers sit between almost every pair of layers of a transformer. Each one reduces
+a row to a couple of statistics and rescales it: little arithmetic for a lot of bytes, so the
+work is all in moving memory well. You will learn:
+
+* how to map a row-wise reduction onto programs: one row per program, several short rows per
+  program, and rows too long for registers streamed through tiles in two passes;
+* why the number of warps has to grow with the row;
+* how a backward pass that **sums over rows** (the gradients of ``weight`` and ``bias``) can
+  avoid atomics: persistent programs that keep partial sums in registers, and a second small
+  kernel that adds the partial sums up;
+* how to compute a variance in one streaming pass without losing it to rounding.
+
+To run this script yourself you need torch, triton and the ``tritonperf`` package
+(``pip install -e .`` from a clone of the guide's repository). On a CUDA GPU it runs at
+full size; anywhere else Triton's interpreter runs the kernels on the CPU at small sizes.
+"""
+
+# %%
+# Where the kernels run
+# ---------------------
+# Importing :mod:`tritonperf` picks the mode: a visible CUDA GPU, or Triton's interpreter.
+
+import torch
+
+import tritonperf
+from tritonperf import runtime
+from tritonperf.bench import live_or_recorded, plot_results
+from tritonperf.bench.report import summarize
+from tritonperf.kernels.norms import BWD_CONFIGS, FWD_CONFIGS, layer_norm_bwd, layer_norm_fwd, norm_config
+from tritonperf.ladders.norms import (
+    STEP1_WARPS,
+    layer_norm_bwd_atomic,
+    layer_norm_fwd_row,
+    layer_norm_fwd_row_scaled_warps,
+    scaled_warps,
+)
+from tritonperf.testing import assert_close, poisoned, random_tensor, relative_error
+
+print(runtime.describe())
+DEVICE = runtime.default_device()
+
+# %%
+# What the hardware allows
+# ------------------------
+# For an input of ``M`` rows of ``N`` elements, layer norm computes, for each row::
+#
+#    μ   = (1/N) · Σ_j x_j
+#    σ²  = (1/N) · Σ_j (x_j - μ)²
+#    y_j = (x_j - μ) / √(σ² + ε) · w_j + b_j
+#
+# and RMS norm drops the mean and the bias::
+#
+#    y_j = x_j / √((1/N) · Σ_k x_k² + ε) · w_j
+#
+# The forward pass must read ``x`` and write ``y``; the backward pass must
+# read ``x`` and ``dy`` and write ``dx`` (the weights and their gradients are ``N`` elements,
+# next to nothing). A handful of floating-point operations per element against 4 to 6 bytes
+# moved per element in half precision: both directions are bound by memory bandwidth, and the best
+# possible time is that of a device copy of the same bytes. For one LLM-sized activation:
+
+M, N = 16384, 4096
+results = live_or_recorded("layer_norm")
+for direction in ("fwd", "bwd"):
+    moved = tritonperf.layer_norm_bytes(M, N, torch.float16, direction)
+    print(f"{direction}: {M} x {N} float16 moves {moved / 2**20:,.0f} MiB")
+    for doc, live in results:
+        copy = doc["ceilings"]["copy_GBps"]
+        print(f"    {doc['provenance']['gpu']} ({'measured now' if live else 'recorded'}): copy ceiling "
+              f"{copy:,.0f} GB/s, so at least {moved / (copy * 1e9) * 1e6:,.0f} µs")
+if not results:
+    print("No GPU here and no recorded results found next to this script: the plots below are skipped.")
+
+# %%
+# Step 1: one program per row
+# ---------------------------
+# The direct translation: program ``r`` loads row ``r`` whole into registers (``BLOCK_N`` is
+# ``N`` rounded up to a power of two, with a mask for the rest), reduces it twice (mean, then
+# variance of the centred values, both in float32), and writes the normalized row and its two
+# statistics, which the backward pass will need. Four warps per program, whatever ``N``:
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/norms.py
+#    :pyobject: layer_norm_row_kernel
+#
+# Every version is checked against a float64 reference on an odd shape, with fresh random
+# values and an output filled with NaN beforehand, so that an element the kernel forgets fails.
+
+rows, cols = runtime.pick(gpu=(1823, 781), cpu=(67, 781))
+x = random_tensor((rows, cols), torch.float16, DEVICE)
+weight = 1 + 0.1 * random_tensor((cols,), torch.float32, DEVICE)
+bias = 0.1 * random_tensor((cols,), torch.float32, DEVICE)
+w16, b16 = weight.half(), bias.half()
+reference = tritonperf.layer_norm_reference(x, w16, b16)
+
+for step in (layer_norm_fwd_row, layer_norm_fwd_row_scaled_warps):
+    y, mean, rstd = step(x, w16, b16)
+    assert_close(y, reference, torch.float16)
+    print(f"{step.__name__}: {rows} x {cols} float16 matches the float64 reference")
+
+# %%
+# Step 2: warps that grow with the row
+# ------------------------------------
+# With 4 warps, a program has 128 threads to share the row among. At ``N = 256`` that is two
+# elements a thread; at ``N = 65536`` it is 512, far more than a thread has registers for, so
+# the compiler spills them to local memory and the kernel reads and writes each one again.
+# Step 2 runs the same kernel with ``BLOCK_N / 256`` warps (8 elements a thread, up to the
+# limit of 32 warps):
+
+print(f"{'N':>6} {'warps, step 1':>14} {'elements/thread':>16} {'warps, step 2':>14} {'elements/thread':>16}")
+for n in (256, 1024, 4096, 16384, 65536):
+    block = 1 << (n - 1).bit_length()  # BLOCK_N: n rounded up to a power of two
+    print(f"{n:>6} {STEP1_WARPS:>14} {block // (32 * STEP1_WARPS):>16} {scaled_warps(block):>14} "
+          f"{block // (32 * scaled_warps(block)):>16}")
+
+# %%
+# Short rows still fare badly with one row per program: a 256-element float16 row is 512 bytes,
+# so a program (now one warp) has little in flight, and thousands of tiny programs each pay
+# their own start-up and their own two cross-thread reductions.
+#
+# The final forward
+# -----------------
+# ``tritonperf``'s forward changes three things:
+#
+# * **Several short rows per program.** The kernel works on ``[ROWS, BLOCK_N]`` tiles and
+#   reduces along the rows of the tile; ``ROWS`` is chosen so that a tile holds at least 4096
+#   elements, and warps so that each thread holds 16 to 32 of them (enough for 16-byte loads,
+#   few enough not to spill). The table, by ``BLOCK_N``:
+
+print("BLOCK_N up to  rows/tile  warps")
+for block, rows_per_tile, warps in FWD_CONFIGS:
+    print(f"{block:>13} {rows_per_tile:>10} {warps:>6}")
+
+# %%
+# * **A persistent grid.** The launcher starts as many programs as the GPU runs at once (it asks
+#   the compiled kernel for its registers and shared memory, and works out how many fit on an
+#   SM), and each program walks tiles ``p, p + P, p + 2P, …``: weight and bias are loaded once per
+#   program instead of once per row, and programs running side by side read neighbouring memory.
+#   Launching more programs than fit would be worse than launching fewer: the extra ones would
+#   start only after others had finished their whole share.
+# * **Long rows in two passes.** Above 16384 columns a row no longer fits in registers (compiled
+#   for Hopper, 32768 columns in 32 warps already spill), and the program streams it through
+#   8192-element tiles: a first pass gathers the statistics, a second pass re-reads the row, which
+#   was just read and is mostly still in the L2 cache, and writes it.
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: norm_fwd_kernel
+#
+# RMS norm is the same kernel compiled with ``RMS=True``: the constant removes the mean and the
+# bias from the code, so each norm gets its own machine code with no run-time branch.
+#
+# One pass for the variance
+# -------------------------
+# The tiled kernel's first pass must produce the mean and the variance from a single stream of
+# tiles. The schoolbook formula ``σ² = mean(x²) - mean(x)²`` subtracts two large,
+# nearly equal numbers when the mean is large against the spread, and float32 loses the
+# variance in the rounding. Subtracting any constant ``s`` first gives the same variance in
+# exact arithmetic, ``σ² = mean((x - s)²) - mean(x - s)²``, and with ``s``
+# close to the mean (the kernel takes the mean of the row's first tile) there is nothing left to
+# cancel. On a row of 65536 values with mean 10000 and standard deviation 1, in float32:
+
+row = 10000 + torch.randn(65536, dtype=torch.float64)
+exact = row.var(unbiased=False).item()
+r32 = row.float()
+schoolbook = ((r32 * r32).mean() - r32.mean() ** 2).item()
+shift = r32[:8192].mean()
+d = r32 - shift
+shifted = ((d * d).mean() - d.mean() ** 2).item()
+print(f"float64 variance {exact:.6f}; float32 schoolbook {schoolbook:.6f}; float32 shifted {shifted:.6f}")
+
+# %%
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: norm_fwd_tiled_kernel
+#
+# The launcher validates everything before the launch, views any rank as ``(rows, N)`` (a row
+# stride handles sliced inputs without a copy), and picks the kernel and its configuration
+# with ``norm_config``:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: layer_norm_fwd
+#
+# Checking the final forward: both norms, both paths (the tiled path forced here with a small
+# ``block_n``), float32 parameters with a float16 input, a 3-D input, and a column slice.
+
+out = poisoned((rows, cols), torch.float16, DEVICE)
+layer_norm_fwd(x, w16, b16, out=out)
+assert_close(out, reference, torch.float16)
+y, *_ = layer_norm_fwd(x, w16, b16, block_n=256)
+assert_close(y, reference, torch.float16)
+y, *_ = layer_norm_fwd(x, weight, bias)
+assert_close(y, tritonperf.layer_norm_reference(x, weight, bias), torch.float16)
+x3 = random_tensor((3, 5, cols), torch.float32, DEVICE)
+assert_close(tritonperf.layer_norm(x3, weight, bias), tritonperf.layer_norm_reference(x3, weight, bias))
+wide = random_tensor((rows, 2 * cols), torch.float32, DEVICE)[:, :cols]
+assert_close(tritonperf.rms_norm(wide, weight), tritonperf.rms_norm_reference(wide, weight))
+assert_close(tritonperf.rms_norm(x, w16), tritonperf.rms_norm_reference(x, w16), torch.float16)
+print("forward: layer norm and RMS norm match the float64 reference on every path")
+
+# %%
+# Bad input is stopped before launch with a message that says what is wrong:
+
+try:
+    tritonperf.layer_norm(x, w16[:-1], b16)
+except ValueError as err:
+    print("ValueError:", err)
+
+# %%
+# The backward pass
+# -----------------
+# With ``rstd = 1 / √(σ² + ε)``, ``xhat = (x - μ) · rstd`` and ``g = w · dy`` (products element
+# by element), the gradients are::
+#
+#    dx = rstd · (g - xhat · mean(g · xhat) - mean(g))
+#    dw = Σ_rows dy · xhat
+#    db = Σ_rows dy
+#
+# where ``mean`` is taken over the row (RMS norm has no ``mean(g)`` term and no
+# ``db``). ``dx`` is row-wise like the forward pass. ``dw`` and ``db`` are the opposite: column
+# sums over *all* rows, so many programs must contribute to each element.
+#
+# Backward step 1: atomic additions
+# ---------------------------------
+# The simplest way: one program per row computes ``dx`` and adds its row of
+# ``dy · xhat`` and of ``dy`` into two float32 vectors with ``tl.atomic_add``.
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/norms.py
+#    :pyobject: layer_norm_bwd_atomic_kernel
+#
+# It is correct, but all ``M`` programs add into the same ``2N`` addresses. Atomic additions are
+# performed by the L2 cache, one at a time per address, so the ``M`` additions to each element
+# form a queue: for 4096 rows, each of the ``2N`` sums takes 4096 additions in turn, and the
+# programs' stores of ``dx`` wait behind them. (The official Triton tutorial replaces the atomics
+# with a lock per group of rows; its programs then wait on the locks instead.)
+#
+# The final backward: partial sums, no waiting
+# --------------------------------------------
+# ``tritonperf`` launches a persistent grid of ``P`` programs (as many as run at once). Program ``p``
+# owns a contiguous group of rows; it computes their ``dx`` and accumulates its share of
+# ``dw`` and ``db`` in float32 **registers** across all of its rows, then writes it once, as row
+# ``p`` of a ``[P, N]`` float32 buffer. No program ever waits for another.
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: norm_bwd_kernel
+#
+# A second, small kernel adds up the ``P`` partial rows, column block by column block, and
+# writes ``dw`` and ``db`` in the weight's dtype:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: sum_partials_kernel
+#
+# The partial rows cost ``P · N · 4`` bytes written and read again, a small fraction of the
+# ``3 · M · N`` elements the pass must move. With this machine's configuration:
+
+for n in (1024, 4096, 8192):
+    cfg = norm_config(M, n, "bwd", DEVICE, n_sums=2)
+    partial = 2 * 2 * cfg.programs * n * 4  # dw and db, written then read
+    print(f"M={M}, N={n}: {cfg.programs} programs of {cfg.num_warps} warps, tiles of {cfg.rows} x {cfg.block_n}; "
+          f"partial sums {partial / 2**20:.1f} MiB against {tritonperf.layer_norm_bytes(M, n, torch.float16, 'bwd') / 2**20:,.0f} MiB")
+
+# %%
+# The registers hold ``x``, ``dy`` and both accumulators, so whole rows stay in registers only
+# up to 8192 columns (the backward's own table below). Longer rows go through a tiled kernel: two
+# rows at a time, two passes over their tiles, the second one reading from L2; the program adds
+# each pair's column sums into partial rows in memory that it alone writes, and the launcher caps
+# ``P`` so that those partial rows and the rows being re-read stay in L2.
+
+print("BLOCK_N up to  rows/tile  warps")
+for block, rows_per_tile, warps in BWD_CONFIGS:
+    print(f"{block:>13} {rows_per_tile:>10} {warps:>6}")
+
+# %%
+# Checking the gradients against float64 autograd through the reference: ``dx`` against the
+# table's float16 limit; ``dw`` and ``db``, which sum ``M`` rows, as a relative error (their
+# largest elements grow with ``M``).
+
+dy = random_tensor((rows, cols), torch.float16, DEVICE)
+leaves = [t.double().requires_grad_() for t in (x, w16, b16)]
+ref_grads = torch.autograd.grad(tritonperf.layer_norm_reference(*leaves), leaves, dy.double())
+_, mean, rstd = layer_norm_fwd(x, w16, b16)
+tiled = {"block_n": 256}
+for name, fn in [("step 1 (atomics)", lambda: layer_norm_bwd_atomic(dy, x, w16, mean, rstd)),
+                 ("tritonperf", lambda: layer_norm_bwd(dy, x, w16, b16, mean, rstd)),
+                 ("tritonperf, tiled path", lambda: layer_norm_bwd(dy, x, w16, b16, mean, rstd, **tiled))]:
+    dx, dw, db = fn()
+    assert_close(dx, ref_grads[0], torch.float16)
+    errors = [relative_error(g, r) for g, r in zip((dw, db), ref_grads[1:], strict=True)]
+    assert max(errors) < 2e-3
+    print(f"{name}: dx matches; dweight, dbias relative errors {errors[0]:.1e}, {errors[1]:.1e}")
+
+# %%
+# Through autograd, both norms are one ``torch.autograd.Function`` each:
+
+xg = x.float().requires_grad_()
+wg = weight.clone().requires_grad_()
+tritonperf.rms_norm(xg, wg).backward(dy.float())
+leaves = [t.detach().double().requires_grad_() for t in (xg, wg)]
+ref_grads = torch.autograd.grad(tritonperf.rms_norm_reference(*leaves), leaves, dy.double())
+assert_close(xg.grad, ref_grads[0], torch.float32)
+print(f"rms_norm through autograd: dx matches, dweight relative error {relative_error(wg.grad, ref_grads[1]):.1e}")
+
+# %%
+# Measuring
+# ---------
+# Variants, all measured in one run: ``tritonperf``; ``torch`` (``F.layer_norm``,
+# ``F.rms_norm``); ``torch.compile`` of the same call, compiled once per shape; and the steps
+# above. The backward is timed alone: ``tritonperf`` and step 1 are called with the forward's
+# saved statistics, torch's variants differentiate a graph built beforehand. GB/s count the
+# minimal bytes of each direction; the dashed line is the copy ceiling of the same run.
+
+for doc, live in results:
+    gpu = doc["provenance"]["gpu"]
+    for kernel, direction, dtype in [("layer_norm", "fwd", "float16"), ("layer_norm", "fwd", "float32"),
+                                     ("layer_norm", "bwd", "float16"), ("layer_norm", "bwd", "bfloat16"),
+                                     ("rms_norm", "fwd", "bfloat16"), ("rms_norm", "bwd", "bfloat16")]:
+        plot_results(doc, kernel, dtype, live=live, direction=direction, title=f"{kernel} {direction}, {dtype}, {gpu}")
+
+# %%
+# What each step bought
+# ---------------------
+# In float16 at four sizes, as a share of the copy ceiling and against the fastest torch variant
+# of the same run (above 1.00 means faster than it): every layer-norm variant, and ``tritonperf``'s
+# RMS norm.
+
+SHOWN = [(4096, 1024), (4096, 4096), (4096, 65536), (16384, 8192)]
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    rows_shown = [
+        r for r in summarize(doc)
+        if r["dtype"] == "float16" and (r["shape"]["M"], r["shape"]["N"]) in SHOWN
+        and (r["kernel"] == "layer_norm" or (r["kernel"] == "rms_norm" and r["variant"] == "tritonperf"))
+    ]
+    rows_shown.sort(key=lambda r: (r["kernel"], r["direction"], SHOWN.index((r["shape"]["M"], r["shape"]["N"])), r["variant"]))
+    for r in rows_shown:
+        print(f"  {r['kernel']:10} {r['direction']} M={r['shape']['M']:<5} N={r['shape']['N']:<5} {r['variant']:24} "
+              f"{r['GBps']:7,.0f} GB/s {r['pct_of_ceiling']:5.1f}% of copy  {r['vs_best_torch']:.2f}x best torch")
+
+# %%
+# Reading the numbers:
+#
+# * **Step 1 → step 2**: more warps for long rows removes the register spills; the gap grows
+#   with ``N``.
+# * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
+#   2048 columns, where one row is too little work for a program; the persistent grid and the
+#   two-pass path carry the speed to the longest rows.
+# * **Backward step 1 → tritonperf**: the atomics' queue is the whole difference. The partial-sum
+#   scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no waiting.
+#
+# Takeaways
+# ---------
+# * A row-wise reduction is one row per program only when rows are long enough: group short rows
+#   into 2-D tiles, and give long rows more warps, or tiles and two passes when they outgrow the
+#   registers.
+# * Keep statistics in float32 whatever the storage type, and shift before you square when the
+#   variance comes from running sums.
+# * A reduction across programs does not need atomics or locks: let each program own a partial
+#   result for a contiguous share of the work, then reduce the partials in a second, small kernel.

@@ -1,0 +1,477 @@
+"""
+Transpose: coalescing and tiles
+===============================
+
+A transpose computes nothing: every element is read once and written once, to another place.
+That makes it the cleanest test of *how* a kernel touches memory. You will learn:
+
+* what a **coalesced** access is, and why a kernel that walks rows (or columns) of a matrix can
+  have it on one side of a transpose only;
+* how a 2-D **tile** gives it on both sides, with ``tl.trans`` and no shared memory of your own:
+  the compiler stages the tile through shared memory and swizzles its addresses;
+* what the tile shape, ``num_warps`` and the **order of programs** change;
+* how a **tensor descriptor** (the Tensor Memory Accelerator, TMA, on Hopper GPUs) moves whole
+  tiles, what it asks of the data, and why it did not beat plain pointer tiles here.
+
+To run this script yourself you need torch, triton and the ``tritonperf`` package
+(``pip install -e .`` from a clone of the guide's repository). On a CUDA GPU it runs at
+full size; anywhere else Triton's interpreter runs the kernels on the CPU at small sizes.
+"""
+
+# %%
+# Where the kernels run
+# ---------------------
+# Importing :mod:`tritonperf` picks the mode: a visible CUDA GPU, or Triton's interpreter.
+
+import warnings
+
+import matplotlib.pyplot as plt
+import torch
+
+from tritonperf import runtime
+from tritonperf.bench import live_or_recorded
+from tritonperf.bench.plotting import caption, ceiling_for
+from tritonperf.bench.report import summarize
+from tritonperf.bench.suites.transpose import SHAPES, tma_fits
+from tritonperf.kernels.transpose import AUTO_TMA_SIZES, TILE_CONFIGS, transpose, transpose_bytes, transpose_method, transpose_reference
+from tritonperf.ladders.transpose import tiles_kernel, transpose_coalesced_writes, transpose_row_per_program, transpose_tiles
+from tritonperf.testing import poisoned, random_tensor
+
+print(runtime.describe())
+DEVICE = runtime.default_device()
+
+# %%
+# What the hardware allows
+# ------------------------
+# Transposing an ``M × N`` matrix reads ``M·N`` elements and writes ``M·N``: for a
+# 16384 × 16384 float32 matrix, 1 GiB each way. Nothing is computed, so the best a kernel can
+# do is to move those bytes as fast as a plain device-to-device copy of the same size. The
+# copy bandwidth below is measured in the same run as the kernels:
+
+results = live_or_recorded("transpose")
+M = N = 16384
+moved = transpose_bytes(M, N, torch.float32)
+for doc, live in results:
+    copy = doc["ceilings"]["copy_GBps"]
+    how = "measured now" if live else "recorded"
+    print(f"{doc['provenance']['gpu']} ({how}): copy ceiling {copy:,.0f} GB/s, so a {M} x {N} float32 transpose "
+          f"({moved / 2**30:.0f} GiB moved) takes at least {moved / (copy * 1e9) * 1e3:.2f} ms")
+if not results:
+    print("No GPU here and no recorded results found next to this script: the plots below are skipped.")
+
+# %%
+# Coalescing
+# ----------
+# The 32 threads of a warp execute a load or store together. The memory system serves them in
+# 32-byte **sectors**: when the 32 threads touch 32 consecutive float32 values, those 128 bytes
+# are 4 sectors, the fewest possible, and the access is called *coalesced*. When the threads'
+# addresses are a whole row apart, each one needs a sector of its own, of which it uses 4 bytes.
+# Counting sectors for one warp instruction:
+
+
+def sectors(addresses: list[int]) -> int:
+    """Distinct 32-byte sectors that one warp instruction touches."""
+    return len({a // 32 for a in addresses})
+
+
+lanes, row_bytes = range(32), 4096 * 4
+print("32 lanes along a row:   ", sectors([4 * lane for lane in lanes]), "sectors for 128 useful bytes")
+print("32 lanes down a column: ", sectors([row_bytes * lane for lane in lanes]), "sectors for 128 useful bytes")
+
+# %%
+# A transpose reads ``x`` along its rows and writes ``y = x.T`` along *its* rows, which are the
+# columns of ``x``. A kernel whose programs each walk one row of ``x`` reads coalesced and
+# writes strided; one that walks a column of ``x`` does the opposite. The caches soften the
+# strided side (a sector fetched for one warp may still be in L2 when a neighbouring program
+# needs the rest of it, and L2 merges partial writes), but they cannot make it free.
+#
+# Step 1: one program per input row
+# ---------------------------------
+# Program ``m`` reads row ``m`` of ``x`` in blocks of ``BLOCK_N`` and writes it into column
+# ``m`` of ``y``. Reads are coalesced, writes are ``M`` elements apart.
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/transpose.py
+#    :pyobject: row_per_program_kernel
+#
+# Every step is checked the same way: an odd shape, fresh random values, an output filled with
+# NaN beforehand so a forgotten element shows, and an exact comparison (a transpose must not
+# change a single bit).
+
+rows, cols = runtime.pick(gpu=(8191, 4097), cpu=(181, 97))
+
+
+def check(step, dtype=torch.float32, shape=None, **kwargs):
+    m, n = shape or (rows, cols)
+    x = random_tensor((m, n), dtype, DEVICE)
+    out = poisoned((n, m), dtype, DEVICE)
+    step(x, out, **kwargs)
+    assert torch.equal(out, transpose_reference(x)), f"{step.__name__} is wrong"
+    knobs = "".join(f", {k}={v}" for k, v in kwargs.items())
+    print(f"{step.__name__}{knobs}: {m} x {n} {str(dtype).removeprefix('torch.')} matches x.T exactly")
+
+
+check(transpose_row_per_program)
+
+# %%
+# Step 2: coalesced writes
+# ------------------------
+# Swapping the roles: program ``n`` gathers column ``n`` of ``x`` and writes row ``n`` of
+# ``y``. Now the writes are coalesced and the reads are ``N`` elements apart. Whichever side
+# a program walks along, the other side is strided.
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/transpose.py
+#    :pyobject: coalesced_writes_kernel
+
+check(transpose_coalesced_writes)
+
+# %%
+# Step 3: tiles
+# -------------
+# The way out is to give each program a square **tile**, ``BLOCK × BLOCK`` elements on a 2-D
+# grid of programs. The program reads its tile along the rows of ``x`` (coalesced), transposes
+# it with ``tl.trans``, and writes it along the rows of ``y`` (coalesced too). Each row of the
+# tile is 32 consecutive elements in memory on both sides.
+#
+# .. literalinclude:: ../../src/tritonperf/ladders/transpose.py
+#    :pyobject: tiles_kernel
+
+check(transpose_tiles)
+
+# %%
+# What the compiler does with the tile
+# ------------------------------------
+# In CUDA C++ the classic tiled transpose declares a ``__shared__`` array, copies the tile into
+# it, synchronizes, and reads it back transposed; the array is padded by one column
+# (``tile[32][33]``) so that a warp reading a column of it hits 32 different memory banks.
+# **None of that is written in Triton.** There is no shared-memory declaration in the
+# language and no padding to add. ``tl.trans`` only changes the tensor's logical shape; the
+# load wants the tile laid out along the rows of ``x``, the store wants it along the rows of
+# ``y``, and the compiler inserts a *layout conversion* between the two. It stages the tile
+# through shared memory for that conversion, places the barrier, and chooses the addresses:
+# it permutes them (a *swizzle*, computed with XORs) so that the threads of a warp spread over
+# the banks instead of piling onto one.
+#
+# You can see it in the compiled code of step 3's kernel with 64 × 64 float32 tiles. Triton
+# compiles for a Hopper GPU (``sm_90``) even on a machine without one, so this works in both
+# modes:
+
+TILE = 64
+
+
+def compile_for_hopper(kernel, signature: dict, constexprs: dict):
+    """Compile a @triton.jit kernel for sm_90 without launching it (pointers and sizes divisible by 16)."""
+    import triton  # imported here, after tritonperf has chosen the mode
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    plain = JITFunction(getattr(kernel, "fn", kernel))  # the interpreter wraps kernels; compile the Python function
+    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind != "constexpr"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # version notices that do not concern this compilation
+        return triton.compile(ASTSource(plain, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32))
+
+
+try:
+    compiled = compile_for_hopper(
+        tiles_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32", "BLOCK": "constexpr"}, {"BLOCK": TILE}
+    )
+except Exception as err:  # an older or newer Triton may spell the compiler's entry points differently
+    print(f"could not compile for sm_90 here ({type(err).__name__}: {err}); the facts below are skipped")
+else:
+    ttgir, ptx = compiled.asm["ttgir"], compiled.asm["ptx"].splitlines()
+
+    def count(prefix: str) -> int:
+        """PTX instructions starting with ``prefix``, predicated ones (``@%p1 ld.global...``) included."""
+        return sum(any(word.startswith(prefix) for word in line.split()[:2]) for line in ptx)
+
+    print("register layouts in the kernel:")
+    for line in ttgir.splitlines():
+        if line.startswith("#blocked"):
+            print("   ", line)
+    for line in ttgir.splitlines():
+        if "ttg.convert_layout" in line:
+            print("the conversion:", line.split(" loc(")[0].strip())
+    tile_bytes, shared = TILE * TILE * 4, compiled.metadata.shared
+    verdict = "exactly the tile, no padding" if shared == tile_bytes else f"{shared - tile_bytes:+,} bytes beyond the tile"
+    print(f"shared memory the compiler reserved: {shared:,} bytes for a {tile_bytes:,}-byte tile ({verdict})")
+    print(f"PTX: {count('st.shared')} shared stores and {count('ld.shared')} shared loads per thread, "
+          f"{count('bar.sync')} barrier(s), {count('xor')} XORs computing addresses, "
+          f"{count('ld.global.v4')} + {count('st.global.v4')} 16-byte global loads + stores")
+
+# %%
+# In a ``#blocked`` layout, ``order`` names the dimension along which each thread's
+# ``sizePerThread`` consecutive elements run. The conversion takes the transposed tile from
+# the layout the load left it in (a thread's elements still consecutive along a row of ``x``)
+# to the one the store wants (consecutive along a row of ``y``), which is what lets both sides
+# use wide, coalesced accesses.
+#
+# Step 4: tuned tiles and program order
+# -------------------------------------
+# The package's pointer kernel keeps the tile and changes what step 3 left to chance:
+#
+# * **Tile shape and warps.** Step 3's 32 × 32 float32 tile is 4 KiB; each program has little
+#   in flight before it waits for memory. The tuned tiles are several times larger and depend
+#   on the element width (for 2- and 4-byte elements, the best of a sweep of tile shapes and
+#   warps on an H200); every tile row is at least 128 contiguous bytes on both sides:
+#
+#   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#      :start-at: # Element size in bytes
+#      :end-at: DEFAULT_GROUP_M
+#
+# * **Program order.** Programs are numbered on a 1-D grid and mapped to tiles in bands of
+#   ``GROUP_M`` tile rows, walked column by column: the programs resident at one moment then
+#   write neighbouring pieces of the same rows of ``y`` and read neighbouring rows of ``x``,
+#   instead of scattering across the whole output. Batches of matrices are numbered one after
+#   another on the same grid.
+#
+#   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#      :pyobject: tile_coordinates
+#
+# * **No masks when the tiles fit**, and 32-bit offsets unless an offset can pass
+#   2\ :sup:`31` − 1 (both decided by the launcher and passed as compile-time constants), and
+#   any input strides, so a sliced or already transposed tensor needs no copy first:
+#
+#   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#      :pyobject: move_tile
+#
+# * **A choice of grid.** By default each program moves one tile. With ``programs_per_sm``
+#   the launcher starts a fixed number of programs per SM (a *persistent* grid), and each one
+#   loops over every ``num_programs``-th tile. That saves starting and retiring programs; it is
+#   a launcher knob rather than a rule, to be kept only where the measurements favour it:
+#
+#   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#      :pyobject: transpose_kernel
+
+for size, (block_m, block_n, warps) in TILE_CONFIGS.items():
+    print(f"{size}-byte elements: {block_m} x {block_n} tile = {block_m * block_n * size // 1024} KiB, {warps} warps; "
+          f"tile rows of {block_n * size} bytes read and {block_m * size} bytes written")
+check(transpose, method="tiles")
+check(transpose, method="tiles", block_m=32, block_n=128, group_m=4, num_warps=8)  # any knob is just as exact
+
+# %%
+# Step 5: tensor descriptors
+# --------------------------
+# On Hopper, the **Tensor Memory Accelerator** (TMA) copies a whole tile between global and
+# shared memory. In Triton it is reached through a *tensor descriptor*: the launcher describes
+# the matrix (base, shape, strides, tile shape) once with
+# ``triton.tools.tensor_descriptor.TensorDescriptor``, and the kernel calls ``load`` and
+# ``store`` on it with tile coordinates. The transposition in between is the same ``tl.trans``.
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#    :pyobject: move_tile_tma
+#
+# The kernel around it is the same one- or many-tiles-per-program choice as in step 4:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#    :pyobject: transpose_tma_kernel
+#
+# There are good reasons to expect it to be faster:
+#
+# * **One instruction moves a tile.** The pointer kernel has every thread issue its own loads
+#   and stores; here one thread starts the copy and the hardware does the rest.
+# * **No address arithmetic.** No thread computes an offset: the hardware walks the shape and
+#   strides it was given.
+# * **Bounds in hardware.** Reads past the edge come back as zeros and writes past it are
+#   dropped, so the kernel has no masks, on any shape.
+#
+# The hardware asks for 16-byte aligned rows in return: the matrix must start at a 16-byte
+# aligned address and every row of the input and of the output must start at a multiple of
+# 16 bytes. ``method="tma"`` refuses anything else with a ``ValueError``.
+#
+# It is as exact as every other step where it can run, and says why where it cannot (the odd
+# shape used so far has rows of an odd number of floats):
+
+try:
+    check(transpose, shape=runtime.pick(gpu=(8192, 4096), cpu=(96, 160)), method="tma")
+    check(transpose, method="tma")
+except ValueError as err:
+    print("ValueError:", err)
+
+# %%
+# Yet it did not win. On the H200 where the tiles were tuned, a sweep of tile shapes and warps
+# for both kernels found the pointer tiles of step 4 ahead on every aligned shape, in float32
+# and in float16. Look at where the tile goes. Step 4 loads it into registers, passes it through
+# shared memory once for the change of layout, and stores it from registers. Step 5 passes
+# through shared memory twice: the TMA load lands the tile in shared memory, the threads read it
+# into registers to transpose it, and write it back to shared memory for the TMA store. A
+# transpose does no arithmetic to hide that extra round trip behind. And the pointer kernel
+# already runs close to the copy ceiling (see the tables below), so the address arithmetic the
+# TMA saves had little to give back.
+#
+# So ``method="auto"`` takes the pointer tiles. ``AUTO_TMA_SIZES``, the element sizes for which
+# it would take the descriptor kernel, is empty, and the descriptor kernel runs only when asked
+# for with ``method="tma"``. For the benchmark's shapes, what ``auto`` runs and whether step 5
+# can run at all:
+
+print("AUTO_TMA_SIZES =", set(AUTO_TMA_SIZES) or "{} (empty)")
+for shape in SHAPES:
+    m, n = shape["M"], shape["N"]
+    for dtype in (torch.float32, torch.float16):
+        size = torch.empty((), dtype=dtype).element_size()
+        auto = "tensor descriptor" if tma_fits(shape, dtype) and size in AUTO_TMA_SIZES else "pointer tiles"
+        step5 = ("can run" if tma_fits(shape, dtype)
+                 else f"cannot run: rows of {n * size:,} and {m * size:,} bytes are not both 16-byte multiples")
+        print(f"{m:>5} x {n:<5} {str(dtype).removeprefix('torch.'):8}: auto runs {auto}; step 5 {step5}")
+print("this machine, 48 x 96 float32, auto runs:", transpose_method(random_tensor((48, 96), torch.float32, DEVICE)))
+
+# %%
+# The launcher validates its input, views any dtype as integers of the same width (the kernel
+# only moves bits), folds batch dimensions into the grid, and picks the kernel and its tile:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#    :pyobject: transpose
+#
+# Correct for every dtype and layout
+# ----------------------------------
+# Because the data is moved as 1-, 2-, 4- or 8-byte integers, every dtype comes out
+# bit for bit, batches and strided inputs included:
+
+small = runtime.pick(gpu=(4099, 2053), cpu=(67, 45))
+inputs = {
+    "float32": random_tensor(small, torch.float32, DEVICE),
+    "bfloat16": random_tensor(small, torch.bfloat16, DEVICE),
+    "int64": random_tensor(small, torch.int64, DEVICE),
+    "bool": random_tensor(small, torch.int32, DEVICE) > 0,
+    "float8_e4m3fn": random_tensor(small, torch.float32, DEVICE).to(torch.float8_e4m3fn),
+    "batch of 3, float16": random_tensor((3, *small), torch.float16, DEVICE),
+    "every other column": random_tensor((small[0], 2 * small[1]), torch.float32, DEVICE)[:, ::2],
+    "already transposed": random_tensor((small[1], small[0]), torch.float32, DEVICE).t(),
+}
+for name, x in inputs.items():
+    out = transpose(x)
+    ref = transpose_reference(x)
+    same = torch.equal(out.view(torch.uint8), ref.view(torch.uint8))  # compare bytes: exact for every dtype
+    print(f"{name:20} {tuple(x.shape)} -> {tuple(out.shape)}: {'identical bytes' if same else 'DIFFERENT'}")
+    assert same
+
+# %%
+# Bad input is stopped before launch with a message that says what is wrong:
+
+try:
+    transpose(inputs["float32"], torch.empty(small, device=DEVICE))
+except ValueError as err:
+    print("ValueError:", err)
+
+# %%
+# Measuring
+# ---------
+# Every variant writes into an output allocated beforehand, so nothing times an allocation:
+# ``torch`` is ``out.copy_(x.T)`` in eager PyTorch, ``torch.compile`` is the same function
+# compiled for each shape, the ``step-`` variants are the kernels above, and ``tritonperf`` is
+# ``transpose`` with ``method="auto"``. ``step-5-tma`` is ``method="tma"``, measured only on
+# shapes whose rows are 16-byte multiples; elsewhere it has no bar. The bars show GB/s (bytes
+# read plus bytes written, per second); the dashed line is the copy ceiling of the same run.
+
+def variant_rank(variant: str) -> tuple[int, str]:
+    """Lesson steps first, then the torch baselines, then the package's kernel."""
+    return (0 if variant.startswith("step-") else 1 if variant.startswith("torch") else 2, variant)
+
+
+def plot_bars(doc, dtype: str, live: bool):
+    """GB/s of every variant at every shape of one document, as grouped bars (none where a variant was not measured)."""
+    recs = [r for r in doc["records"] if r["kernel"] == "transpose" and r["dtype"] == dtype]
+    shapes = sorted({(r["shape"]["M"], r["shape"]["N"]) for r in recs}, key=lambda s: (s[0] * s[1], s))
+    variants = sorted({r["variant"] for r in recs}, key=variant_rank)
+    rate = {(r["variant"], (r["shape"]["M"], r["shape"]["N"])): r["GBps"] for r in recs}
+    fig, ax = plt.subplots(figsize=(10, 4.8), facecolor="white", layout="constrained")
+    width = 0.84 / len(variants)
+    for i, variant in enumerate(variants):
+        measured = [(k, rate[variant, s]) for k, s in enumerate(shapes) if (variant, s) in rate]
+        xs = [k + (i - (len(variants) - 1) / 2) * width for k, _ in measured]
+        ours = variant == "tritonperf"
+        ax.bar(xs, [gbps for _, gbps in measured], width, label=variant, color=f"C{i}", edgecolor="black" if ours else None)
+    ceiling = ceiling_for(doc, "GBps", dtype)
+    if ceiling:
+        ax.axhline(ceiling[1], color="black", linestyle="--", linewidth=1, label=f"ceiling: {ceiling[0]} = {ceiling[1]:,.0f}")
+    ax.set_xticks(range(len(shapes)), [f"{m} x {n}" for m, n in shapes])
+    ax.set_xlabel("M x N")
+    ax.set_ylabel("GB/s")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    ax.set_title(f"transpose, {dtype}, {doc['provenance']['gpu']}")
+    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
+    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    return fig
+
+
+for doc, live in results:
+    for dtype in ("float32", "float16"):
+        plot_bars(doc, dtype, live)
+
+# %%
+# What each step bought
+# ---------------------
+# Per shape, as a share of the copy ceiling and against the best torch variant of the same run
+# (above 1.00 means faster than it); a dash marks a variant not measured at that shape:
+
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    rows_of = {}
+    for r in summarize(doc):
+        if r["kernel"] == "transpose":
+            rows_of[r["dtype"], r["shape"]["M"], r["shape"]["N"], r["variant"]] = r
+    cases = sorted({key[:3] for key in rows_of}, key=lambda c: (c[0], c[1] * c[2], c[1]))
+    variants = sorted({key[3] for key in rows_of}, key=variant_rank)
+    for dtype, m, n in cases:
+        for variant in variants:
+            r = rows_of.get((dtype, m, n, variant))
+            head = f"  {dtype:8} {m:>5} x {n:<5} {variant:24}"
+            if r is None:
+                print(f"{head} {'–':>7}")
+                continue
+            pct = f"{r['pct_of_ceiling']:5.1f}% of copy" if r["pct_of_ceiling"] is not None else "  –   of copy"
+            vs = f"{r['vs_best_torch']:.2f}x best torch" if r["vs_best_torch"] is not None else "– best torch"
+            print(f"{head} {r['GBps']:7,.0f} GB/s {pct}  {vs}")
+
+# %%
+# Step 5 against the kernel ``method="auto"`` runs, on every shape where both were measured
+# (below 1.00 means the tensor descriptors were slower):
+
+for doc, live in results:
+    gbps = {(r["dtype"], r["shape"]["M"], r["shape"]["N"], r["variant"]): r["GBps"]
+            for r in doc["records"] if r["kernel"] == "transpose"}
+    pairs = sorted(((key[:3], gbps[key], gbps[(*key[:3], "tritonperf")]) for key in gbps
+                    if key[3] == "step-5-tma" and (*key[:3], "tritonperf") in gbps),
+                   key=lambda pair: (pair[0][0], pair[0][1] * pair[0][2], pair[0][1]))
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    for (dtype, m, n), tma, auto in pairs:
+        print(f"  {dtype:8} {m:>5} x {n:<5} step-5-tma / tritonperf = {tma / auto:.2f}")
+    if pairs:
+        wins = sum(tma > auto for _, tma, auto in pairs)
+        print(f"  step 5 was faster at {wins} of {len(pairs)} shapes")
+    else:
+        print("  no shape with both step-5-tma and tritonperf in these results")
+
+# %%
+# Reading the numbers:
+#
+# * **Steps 1 and 2** pay for their strided side in sectors fetched or written for a few
+#   useful bytes each; which of the two is worse depends on how much of that waste the L2
+#   cache absorbs, and on the element size (a float16 uses half as much of each sector as a
+#   float32).
+# * **Step 3** makes both sides coalesced; what is left is the cost of small tiles and of the
+#   masks on every access.
+# * **Step 4** is the same idea with enough bytes per program, a program order that keeps
+#   concurrent programs on neighbouring memory, and no masks where the tiles fit.
+# * **Step 5** moves the same tiles with tensor descriptors, on aligned shapes only. On the
+#   H200 we tuned on, its extra pass through shared memory cost more than the address
+#   arithmetic it saves; the ratios above show how it fares in the results on this page.
+# * **tritonperf** is the step-4 kernel on every shape: with ``AUTO_TMA_SIZES`` empty,
+#   ``method="auto"`` never picks the descriptor kernel. Its bars differ from step 4's only by
+#   the noise of the measurement.
+#
+# Takeaways
+# ---------
+# * A warp's access is cheap when its threads touch consecutive addresses. A transpose cannot
+#   have that on both sides while each program walks a row or a column.
+# * A 2-D tile makes both sides coalesced. In Triton you write the load, ``tl.trans`` and the
+#   store; the compiler stages the tile through shared memory, synchronizes, and swizzles the
+#   addresses against bank conflicts. There is no shared memory or padding for you to write.
+# * Give each program enough bytes (several KiB), order programs so that concurrent ones share
+#   memory neighbourhoods, and drop masks when the shape allows it. Pick the tile shape and
+#   warps by measuring on the GPU you target.
+# * Tensor descriptors move a tile with one instruction and clip the edges in hardware, but
+#   they need 16-byte aligned rows and, in a transpose, take the tile through shared memory
+#   twice. On the GPU we measured they did not beat pointer tiles, so they stay opt-in: measure
+#   a hardware feature before making it the default.
