@@ -76,8 +76,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         task = progress.add_task("ceilings", total=total)
 
         def on_record(done: int, _total: int, rec: dict) -> None:
-            desc = f"{rec['kernel']} {rec['dtype']} {report.shape_text(rec['shape'])} {rec['variant']}"
+            desc = f"{rec['kernel']} {rec['direction']} {rec['dtype']} {report.shape_text(rec['shape'])} {rec['variant']}"
             progress.update(task, completed=done, description=desc)
+            if not console.is_terminal:  # a log file gets no live bar: one line per measurement instead
+                rate = f"{rec['TFLOPS']:,.0f} TFLOPS" if rec["TFLOPS"] else f"{rec['GBps']:,.0f} GB/s"
+                progress.console.log(f"[{done}/{total}] {desc}: {rec['ms'] * 1e3:,.1f} µs, {rate}")
 
         command = "tritonperf " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         doc = runner.run(kernels, command=command, quick=args.quick, progress=on_record, log=progress.console.log)
