@@ -106,3 +106,17 @@ def test_bench_output_path(out, expected, sample_doc, tmp_path, monkeypatch):
     assert str(cli._out_path(out, sample_doc)) == expected
     (tmp_path / "folder").mkdir()
     assert str(cli._out_path("folder", sample_doc)) == "folder/example-gpu.json"
+
+
+def test_bench_logs_each_measurement_off_a_terminal(sample_doc, tmp_path, monkeypatch, capsys):
+    # The measuring itself needs a GPU; here a stand-in run reports one record, as the real one does.
+    def fake_run(kernels, *, command, quick, progress, log):
+        progress(1, 99, sample_doc["records"][0])
+        return sample_doc
+
+    monkeypatch.setattr(runtime, "MODE", "gpu")
+    monkeypatch.setattr(cli.runner, "run", fake_run)
+    assert cli.main(["bench", "vector_add", "--out", str(tmp_path / "run.json")]) == 0
+    out = capsys.readouterr().out
+    assert "vector_add fwd float32 N=1048576 tritonperf: 20.0 µs" in out
+    assert records.load(tmp_path / "run.json") == sample_doc
