@@ -20,10 +20,13 @@ full size; anywhere else Triton's interpreter runs the kernels on the CPU at sma
 # (it sets ``TRITON_INTERPRET=1`` before any kernel below is defined).
 
 import torch
+
+import tritonperf  # before triton: it switches on the interpreter when there is no GPU
+
+# isort: split
 import triton
 import triton.language as tl
 
-import tritonperf
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize

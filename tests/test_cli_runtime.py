@@ -120,3 +120,10 @@ def test_bench_logs_each_measurement_off_a_terminal(sample_doc, tmp_path, monkey
     out = capsys.readouterr().out
     assert "vector_add fwd float32 N=1048576 tritonperf: 20.0 µs" in out
     assert records.load(tmp_path / "run.json") == sample_doc
+
+
+def test_importing_triton_first_warns_without_gpu():
+    code = "import triton, tritonperf"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"CUDA_VISIBLE_DEVICES": ""}
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode != 0 and "import tritonperf first" in out.stderr

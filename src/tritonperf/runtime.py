@@ -7,14 +7,19 @@ The mode is decided once, when :mod:`tritonperf` is imported:
 * otherwise: ``"interpreter"``, and ``TRITON_INTERPRET=1`` is set so that every
   ``@triton.jit`` function defined from now on (ours and a reader's) runs on the CPU.
 
-Triton reads ``TRITON_INTERPRET`` when a function is decorated, so importing
-:mod:`tritonperf` before defining kernels is enough.
+Triton reads ``TRITON_INTERPRET`` when a function is decorated, including the functions of
+its own library (``tl.sum``, ``tl.max``, ``tl.cdiv``, …), which are decorated when ``triton`` is
+first imported. So import :mod:`tritonperf` before ``triton``: a kernel that calls those
+functions fails in the interpreter ("Cannot call @triton.jit'd outside of the scope of a kernel")
+when ``triton`` was imported first. The import warns when that order is wrong.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import sys
+import warnings
 from typing import Literal, TypeVar
 
 import torch
@@ -32,6 +37,14 @@ def _detect_mode() -> Mode:
         return "interpreter"
     if torch.cuda.is_available():
         return "gpu"
+    if "triton" in sys.modules:
+        warnings.warn(
+            "no CUDA GPU: tritonperf switches Triton to its interpreter, but triton was imported before tritonperf, "
+            "so kernels that call triton.language functions such as tl.sum will fail; import tritonperf first, "
+            "or set TRITON_INTERPRET=1 before starting Python",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     os.environ["TRITON_INTERPRET"] = "1"
     return "interpreter"
 
