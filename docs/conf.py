@@ -16,6 +16,7 @@ DOCS = Path(__file__).parent
 sys.path.insert(0, str(DOCS.parent / "src"))
 
 import tritonperf  # noqa: E402  (first: chooses GPU or interpreter before any kernel is defined)
+from tritonperf.asm import write_excerpts  # noqa: E402
 from tritonperf.bench import find_results  # noqa: E402
 from tritonperf.bench.report import results_page  # noqa: E402
 from tritonperf.cli import help_text  # noqa: E402
@@ -84,6 +85,8 @@ intersphinx_mapping = _make_inventories()
     results_page(find_results(DOCS), GENERATED / "results", "/_generated/results")
 )
 (GENERATED / "cli_help.txt").write_text(help_text())
+# compiled-code.md's excerpts: the package's kernels compiled for sm_90 (no GPU needed), before any lesson runs.
+write_excerpts(GENERATED / "asm")
 
 # -- the gallery -------------------------------------------------------------------------------
 sphinx_gallery_conf = {

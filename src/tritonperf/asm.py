@@ -38,7 +38,7 @@ import tempfile
 import threading
 import types
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,17 +102,17 @@ class CompiledText:
 
     @property
     def ttir(self) -> str:
-        """Triton IR: the kernel as tensor operations, before any layout is chosen."""
+        """The kernel as operations on whole tensors, before any layout is chosen (Triton IR)."""
         return self.stages["ttir"]
 
     @property
     def ttgir(self) -> str:
-        """Triton GPU IR: the same operations, each tensor with a layout over threads and warps."""
+        """The same operations, each tensor with a layout over threads and warps (Triton GPU IR)."""
         return self.stages["ttgir"]
 
     @property
     def llir(self) -> str:
-        """LLVM IR: the work of one thread."""
+        """The program of one thread, in LLVM IR."""
         return self.stages["llir"]
 
     @property
@@ -331,14 +331,14 @@ def _ast_source(fn, signature: dict[str, str], constexprs: dict[str, object], di
     if "constexprs" not in params or "attrs" not in params:
         raise RuntimeError(
             f"triton {triton.__version__}: ASTSource{tuple(params)[1:]} is not the interface this module knows "
-            "(signature and constexprs by parameter name, attrs by argument index, as in triton 3.3 to 3.9)"
+            "(signature and constexprs by parameter name, attrs by argument index, as in triton 3.6 to 3.9)"
         )
     names = list(fn.arg_names)
     attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in divisible}
     return ASTSource(fn, signature, constexprs, attrs)
 
 
-def _full_signature(fn, signature: Mapping[str, str], constexprs: Mapping[str, object]) -> dict[str, str]:
+def _full_signature(fn, signature: dict[str, str], constexprs: dict[str, object]) -> dict[str, str]:
     names = list(fn.arg_names)
     unknown = sorted(set(signature) - set(names)) + sorted(set(constexprs) - set(names))
     if unknown:
@@ -357,8 +357,8 @@ def _full_signature(fn, signature: Mapping[str, str], constexprs: Mapping[str, o
 
 def compile_for_hopper(
     kernel: object,
-    signature: Mapping[str, str],
-    constexprs: Mapping[str, object] | None = None,
+    signature: dict[str, str],
+    constexprs: dict[str, object] | None = None,
     *,
     num_warps: int = 4,
     num_stages: int = 3,
@@ -369,7 +369,8 @@ def compile_for_hopper(
     Works with or without a GPU, in GPU mode and in interpreter mode. Once the interpreter has
     run a kernel in this process it leaves parts of ``triton.language`` replaced by its own
     versions; the compilation then runs in a fresh Python process, which needs ``kernel`` to be
-    importable (defined at the top level of a module other than ``__main__``).
+    importable (defined at the top level of a module other than ``__main__``). A kernel that
+    does not compile for these arguments raises Triton's own ``CompilationError``.
 
     Args:
         kernel: a ``@triton.jit`` function (or an interpreted one, or an autotuner around one).
@@ -390,7 +391,6 @@ def compile_for_hopper(
         RuntimeError: this Triton cannot compile for CUDA, or a compilation in a fresh process
             failed or was impossible (the message says why).
         ValueError: a parameter without a type or value, or a name the kernel does not have.
-        triton.compiler.errors.CompilationError: the kernel does not compile for these arguments.
     """
     if reason := cuda_compiler_missing():
         raise RuntimeError(f"cannot compile for sm_90: {reason}")
@@ -496,6 +496,7 @@ def _compile_in_fresh_process(fn: types.FunctionType, signature: dict[str, str],
 
 # -- reading the text ---------------------------------------------------------------------------------
 _MLIR_LOC = re.compile(r"\s+loc\((?:[^()]|\([^()]*\))*\)")
+_DEBUG_LABEL = re.compile(r"^\$L__(tmp|func_begin|func_end)\d*:$")
 
 
 def clean(text: str) -> str:
@@ -504,9 +505,11 @@ def clean(text: str) -> str:
     out = []
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith((".section", ".file")) and "debug" in line or stripped.startswith(".file"):
-            break  # PTX: the DWARF sections close the file
-        if stripped.startswith(("#loc", ".loc", "// begin inline asm", "// end inline asm", "$L__")) or not stripped:
+        if stripped.startswith(".file") or (stripped.startswith(".section") and "debug" in stripped):
+            break  # PTX: the file table and the DWARF sections close the file
+        if not stripped or stripped.startswith(("#loc", ".loc", "// begin inline asm", "// end inline asm")):
+            continue
+        if _DEBUG_LABEL.match(stripped):  # labels that only mark spans for the debugger, not branch targets
             continue
         line = _MLIR_LOC.sub("", line)
         out.append(line.rstrip())
@@ -566,6 +569,7 @@ SHARED_STORE = r"\bst\.shared\."
 SHARED_LOAD = r"\bld\.shared\."
 BARRIER = r"\bbar\.sync\b"
 SHUFFLE = r"\bshfl\.sync\."
+XOR = r"\bxor\.b(32|64)\b"
 
 
 
@@ -683,7 +687,9 @@ def _excerpt_texts(c: dict[str, CompiledText]) -> dict[str, str]:
         f"is {block_m * block_n * 4:,} bytes)\n"
         f"PTX per thread: {count(p, WIDE_GLOBAL_LOAD)} 16-byte global loads, {count(p, SHARED_STORE)} shared stores, "
         f"{count(p, BARRIER)} barrier(s), {count(p, SHARED_LOAD)} shared loads, "
-        f"{count(p, WIDE_GLOBAL_STORE)} 16-byte global stores\n{_resources(trans)}\n")
+        f"{count(p, WIDE_GLOBAL_STORE)} 16-byte global stores\n"
+        f"XOR instructions in the address arithmetic (the kernel computes nothing else): {count(p, XOR)}\n"
+        f"{_resources(trans)}\n")
     return texts
 
 

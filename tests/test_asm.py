@@ -1,0 +1,190 @@
+"""Compiled code of the package's kernels for sm_90: the facts the chapter "Reading compiled code" relies on.
+
+Compiling needs no GPU, only Triton's CUDA backend and its ``ptxas``; these tests run in both
+modes and are skipped, with the reason, only where the installed Triton cannot compile for CUDA.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import tritonperf  # noqa: F401  (first: chooses GPU or interpreter before any kernel is defined)
+from tritonperf import asm, runtime
+
+softmax = importlib.import_module("tritonperf.kernels.softmax")
+transpose = importlib.import_module("tritonperf.kernels.transpose")
+vector_add = importlib.import_module("tritonperf.kernels.vector_add")
+
+MISSING = asm.cuda_compiler_missing()
+needs_cuda_compiler = pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
+
+ADD_SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"}
+LAYOUT = re.compile(r"#(ttg|triton_gpu)\.blocked<")
+
+
+def compile_add(**kwargs) -> asm.CompiledText:
+    return asm.compile_for_hopper(vector_add.add_kernel, ADD_SIGNATURE, {"BLOCK_SIZE": 1024}, num_warps=4, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def add_aligned() -> asm.CompiledText:
+    # n_elements a multiple of 16, as a launch with such a size specializes it.
+    return compile_add(divisible_by_16=list(ADD_SIGNATURE))
+
+
+@pytest.fixture(scope="module")
+def softmax_fused() -> asm.CompiledText:
+    # The fused path for 4096 float16 columns; the kernel calls tl.cdiv, tl.max and a @triton.jit helper.
+    plan = softmax.softmax_plan(4096, 4096, torch.float16)
+    assert plan.path == "fused"
+    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
+    consts = {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "NUM_STAGES": plan.num_stages}
+    return asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, consts, num_warps=plan.num_warps,
+                                  num_stages=plan.num_stages, divisible_by_16=list(sig))
+
+
+@pytest.fixture(scope="module")
+def transpose_tiles() -> asm.CompiledText:
+    block_m, block_n, warps = transpose.TILE_CONFIGS[4]
+    sig = {"x_ptr": "*i32", "y_ptr": "*i32", "M": "i32", "N": "i32", "stride_xb": "i32", "stride_xm": "i32",
+           "tiles_m": "i32", "tiles_n": "i32", "n_tiles": "i32"}
+    consts = {"stride_xn": 1, "BLOCK_M": block_m, "BLOCK_N": block_n, "GROUP_M": 8, "MASKED": False, "INT64": False,
+              "PERSISTENT": False}
+    return asm.compile_for_hopper(transpose.transpose_kernel, sig, consts, num_warps=warps, divisible_by_16=list(sig))
+
+
+# -- compiled code ----------------------------------------------------------------------------------
+@needs_cuda_compiler
+def test_vector_add_fp32_loads_and_stores_16_bytes_at_a_time(add_aligned):
+    ptx = add_aligned.ptx
+    assert re.search(r"ld\.global(\.[\w:]+)*\.v4\.(b32|f32|u32)", ptx), "no 128-bit global load in the PTX"
+    # 1024 elements over 128 threads: 8 float32 per thread and tensor, i.e. two 16-byte vectors each.
+    assert asm.count(ptx, asm.GLOBAL_LOAD) == asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == 4
+    assert asm.count(ptx, asm.GLOBAL_STORE) == asm.count(ptx, asm.WIDE_GLOBAL_STORE) == 2
+    assert asm.count(ptx, asm.PREDICATED + r"ld\.global") == 4, "the mask should predicate every load"
+    assert add_aligned.shared_bytes == 0
+    assert add_aligned.target == "cuda:90" and add_aligned.num_warps == 4
+
+
+@needs_cuda_compiler
+def test_vector_add_any_n_is_not_vectorized():
+    # Without n_elements % 16 == 0 a 4-element group may straddle the end: one predicate per element.
+    ptx = compile_add().ptx
+    assert asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == 0
+    assert asm.count(ptx, asm.GLOBAL_LOAD) == 16
+
+
+@needs_cuda_compiler
+def test_ttgir_has_layouts(add_aligned, softmax_fused, transpose_tiles):
+    for compiled in (add_aligned, softmax_fused, transpose_tiles):
+        assert LAYOUT.search(compiled.ttgir), f"no blocked layout in {compiled.name}'s TTGIR"
+        assert not LAYOUT.search(compiled.ttir), "TTIR has no layouts yet"
+
+
+@needs_cuda_compiler
+def test_softmax_reduces_in_warps_then_across_them(softmax_fused):
+    assert softmax_fused.ttgir.count('"tt.reduce"') == 2  # the row maximum and the sum of exponentials
+    assert asm.count(softmax_fused.ptx, asm.SHUFFLE) > 0
+    assert 0 < softmax_fused.shared_bytes < 1024  # a scratch slot per warp, not a row
+    assert asm.count(softmax_fused.ptx, asm.WIDE_GLOBAL_LOAD) > 0
+
+
+@needs_cuda_compiler
+def test_transpose_converts_its_layout_through_shared_memory(transpose_tiles):
+    c = transpose_tiles
+    assert re.search(r"(ttg|triton_gpu)\.convert_layout", c.ttgir)
+    # Exactly one tile, no padding: the addresses are swizzled (XORs) instead.
+    assert c.shared_bytes == c.constexprs["BLOCK_M"] * c.constexprs["BLOCK_N"] * 4
+    for pattern in (asm.SHARED_STORE, asm.BARRIER, asm.SHARED_LOAD, asm.WIDE_GLOBAL_LOAD, asm.WIDE_GLOBAL_STORE, asm.XOR):
+        assert asm.count(c.ptx, pattern) > 0, pattern
+
+
+@needs_cuda_compiler
+def test_sass_and_resources(add_aligned, transpose_tiles):
+    if add_aligned.sass is None:
+        pytest.skip("this Triton carries neither nvdisasm nor cuobjdump")
+    assert "LDG.E.128" in add_aligned.sass
+    if add_aligned.resources is None:
+        pytest.skip("this Triton carries no cuobjdump")
+    for c in (add_aligned, transpose_tiles):
+        assert 0 < c.resources.registers <= 255
+        assert c.resources.local_bytes == 0, f"{c.name} spills"
+
+
+@needs_cuda_compiler
+def test_write_excerpts(tmp_path):
+    paths = asm.write_excerpts(tmp_path)
+    assert sorted(p.name for p in paths) == sorted(f"{name}.txt" for name in asm.EXCERPTS)
+    for path in paths:
+        text = path.read_text()
+        assert text.strip() and "not available" not in text, path.name
+        assert "loc(" not in text and ".file" not in text, f"{path.name} shows debug locations"
+
+
+@triton.jit
+def _library_user(out_ptr, n):
+    # Calls two of triton.language's own @jit functions, as the package's reductions do.
+    i = tl.arange(0, 16)
+    tl.store(out_ptr + i, tl.cdiv(i, 2) + tl.max(i, axis=0), mask=i < n)
+
+
+@needs_cuda_compiler
+@pytest.mark.skipif(not runtime.is_interpreter(), reason="interpreter and compiler in one process: interpreter mode only")
+def test_interpreter_and_compiler_take_turns(monkeypatch):
+    out = torch.zeros(16, dtype=torch.int32)
+    _library_user[(1,)](out, 10)  # may leave triton.language modified: compile_for_hopper then uses a fresh process
+    assert out[:10].tolist() == [(i + 1) // 2 + 15 for i in range(10)]
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # compile for real, not from Triton's cache
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
+    again = asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, {"BLOCK_N": 128, "ROWS": 8, "NUM_STAGES": 1},
+                                   num_warps=2, num_stages=1)
+    assert again.ttgir.count('"tt.reduce"') == 2
+    x, y = torch.randn(1000), torch.randn(1000)
+    assert torch.equal(tritonperf.vector_add(x, y), x + y)  # and the interpreter still runs
+
+
+# -- arguments --------------------------------------------------------------------------------------
+@needs_cuda_compiler
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="n_elements"):
+        asm.compile_for_hopper(vector_add.add_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32"},
+                               {"BLOCK_SIZE": 1024})
+    with pytest.raises(ValueError, match="no parameter"):
+        asm.compile_for_hopper(vector_add.add_kernel, {**ADD_SIGNATURE, "z_ptr": "*fp32"}, {"BLOCK_SIZE": 1024})
+    with pytest.raises(ValueError, match="divisible_by_16"):
+        compile_add(divisible_by_16=["BLOCK_SIZE"])
+    with pytest.raises(TypeError, match="triton.jit"):
+        asm.compile_for_hopper(42, {}, {})
+
+
+# -- reading text -----------------------------------------------------------------------------------
+TEXT = "a\nb 1\nc\nd\ne 2\nf\n"
+
+
+def test_grep():
+    assert asm.grep(TEXT, r"\d") == "b 1\ne 2\n"
+    assert asm.grep(TEXT, r"\d", context=1) == "a\nb 1\nc\nd\ne 2\nf\n"
+    assert asm.grep(TEXT, r"\d", limit=1) == "b 1\n"
+    assert asm.grep("a\nb 1\nc\nd\ne\nf 2\n", r"\d", context=0) == "b 1\nf 2\n"
+    assert asm.grep("1\na\nb\nc\n2\n", r"\d", context=1) == "1\na\n...\nc\n2\n"
+    assert asm.grep(TEXT, "zzz") == ""
+
+
+def test_between_and_count():
+    assert asm.between(TEXT, "^b", "^d") == "b 1\nc\nd\n"
+    assert asm.between(TEXT, "^[be]", "^[cf]") == "b 1\nc\n...\ne 2\nf\n"
+    assert asm.count(TEXT, r"\d") == 2
+
+
+def test_clean_drops_debug_information():
+    ttgir = '#loc = loc("k.py":1:1)\n  %0 = tt.get_program_id x : i32 loc(#loc1)\n#loc1 = loc("pid"(#loc))\n'
+    assert asm.clean(ttgir) == "  %0 = tt.get_program_id x : i32\n"
+    ptx = ('$L__func_begin0:\n\t.loc\t1 27 0\n$L__BB0_1:\n\tadd.f32 \t%r1, %r2, %r3;\n\n\t// begin inline asm\n'
+           '\tbra.uni \t$L__BB0_1;\n$L__tmp1:\n}\n\t.file\t1 "k.py"\n\t.section\t.debug_abbrev\n')
+    assert asm.clean(ptx) == "$L__BB0_1:\n\tadd.f32 \t%r1, %r2, %r3;\n\tbra.uni \t$L__BB0_1;\n}\n"
