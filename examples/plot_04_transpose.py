@@ -23,12 +23,11 @@ full size; anywhere else Triton's interpreter runs the kernels on the CPU at sma
 # ---------------------
 # Importing :mod:`tritonperf` picks the mode: a visible CUDA GPU, or Triton's interpreter.
 
-import warnings
 
 import matplotlib.pyplot as plt
 import torch
 
-from tritonperf import runtime
+from tritonperf import asm, runtime
 from tritonperf.bench import live_or_recorded
 from tritonperf.bench.plotting import caption, ceiling_for
 from tritonperf.bench.report import summarize
@@ -157,47 +156,22 @@ check(transpose_tiles)
 
 TILE = 64
 
-
-def compile_for_hopper(kernel, signature: dict, constexprs: dict):
-    """Compile a @triton.jit kernel for sm_90 without launching it (pointers and sizes divisible by 16)."""
-    import triton  # imported here, after tritonperf has chosen the mode
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.runtime.jit import JITFunction
-
-    plain = JITFunction(getattr(kernel, "fn", kernel))  # the interpreter wraps kernels; compile the Python function
-    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind != "constexpr"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # version notices that do not concern this compilation
-        return triton.compile(ASTSource(plain, signature, constexprs, attrs), target=GPUTarget("cuda", 90, 32))
-
-
-try:
-    compiled = compile_for_hopper(
-        tiles_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32", "BLOCK": "constexpr"}, {"BLOCK": TILE}
-    )
-except Exception as err:  # an older or newer Triton may spell the compiler's entry points differently
-    print(f"could not compile for sm_90 here ({type(err).__name__}: {err}); the facts below are skipped")
+reason = asm.cuda_compiler_missing()
+if reason:
+    print(f"could not compile for sm_90 here ({reason}); the facts below are skipped")
 else:
-    ttgir, ptx = compiled.asm["ttgir"], compiled.asm["ptx"].splitlines()
-
-    def count(prefix: str) -> int:
-        """PTX instructions starting with ``prefix``, predicated ones (``@%p1 ld.global...``) included."""
-        return sum(any(word.startswith(prefix) for word in line.split()[:2]) for line in ptx)
-
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32"}
+    compiled = asm.compile_for_hopper(tiles_kernel, signature, {"BLOCK": TILE}, divisible_by_16=list(signature))
     print("register layouts in the kernel:")
-    for line in ttgir.splitlines():
-        if line.startswith("#blocked"):
-            print("   ", line)
-    for line in ttgir.splitlines():
-        if "ttg.convert_layout" in line:
-            print("the conversion:", line.split(" loc(")[0].strip())
-    tile_bytes, shared = TILE * TILE * 4, compiled.metadata.shared
+    print(asm.grep(asm.clean(compiled.ttgir), r"^#blocked"), end="")
+    print("the conversion:", asm.grep(asm.clean(compiled.ttgir), r"convert_layout", limit=1).strip())
+    tile_bytes, shared = TILE * TILE * 4, compiled.shared_bytes
     verdict = "exactly the tile, no padding" if shared == tile_bytes else f"{shared - tile_bytes:+,} bytes beyond the tile"
     print(f"shared memory the compiler reserved: {shared:,} bytes for a {tile_bytes:,}-byte tile ({verdict})")
-    print(f"PTX: {count('st.shared')} shared stores and {count('ld.shared')} shared loads per thread, "
-          f"{count('bar.sync')} barrier(s), {count('xor')} XORs computing addresses, "
-          f"{count('ld.global.v4')} + {count('st.global.v4')} 16-byte global loads + stores")
+    ptx = compiled.ptx
+    print(f"PTX: {asm.count(ptx, asm.SHARED_STORE)} shared stores and {asm.count(ptx, asm.SHARED_LOAD)} shared loads "
+          f"per thread, {asm.count(ptx, asm.BARRIER)} barrier(s), {asm.count(ptx, asm.XOR)} XORs computing addresses, "
+          f"{asm.count(ptx, asm.WIDE_GLOBAL_LOAD)} + {asm.count(ptx, asm.WIDE_GLOBAL_STORE)} 16-byte global loads + stores")
 
 # %%
 # In a ``#blocked`` layout, ``order`` names the dimension along which each thread's
