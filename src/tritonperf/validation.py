@@ -54,6 +54,16 @@ def check_same(attr: str, **tensors: torch.Tensor) -> None:
         raise ValueError(f"{attr}s differ: {listing}")
 
 
+def check_out(name: str, out: object, like_name: str, like: torch.Tensor) -> torch.Tensor:
+    """An output buffer given by the caller: a contiguous tensor of ``like``'s shape, dtype and device."""
+    check_tensor(name, out)
+    check_device(**{like_name: like, name: out})
+    check_same("dtype", **{like_name: like, name: out})
+    check_same("shape", **{like_name: like, name: out})
+    check_contiguous(**{name: out})
+    return out
+
+
 def check_contiguous(**tensors: torch.Tensor) -> None:
     """Raise ValueError for a non-contiguous tensor where a kernel needs flat memory."""
     for name, t in tensors.items():

@@ -471,14 +471,6 @@ def _check_inputs(x: torch.Tensor, params: dict[str, torch.Tensor | None], eps: 
     _check_eps(eps)
 
 
-def _check_out(name: str, out: torch.Tensor, like: torch.Tensor) -> None:
-    validation.check_tensor(name, out)
-    validation.check_device(**{"x": like, name: out})
-    validation.check_same("dtype", **{"x": like, name: out})
-    validation.check_same("shape", **{"x": like, name: out})
-    validation.check_contiguous(**{name: out})
-
-
 _PER_SM: dict[tuple, int] = {}
 
 
@@ -599,7 +591,7 @@ def _check_bwd(dy, x, params, mean, rstd, dx):
             raise ValueError(f"{name} must be a float32 vector of one value per row, shape ({m},), got {tuple(t.shape)}")
         validation.check_contiguous(**{name: t})
     if dx is not None:
-        _check_out("dx", dx, x)
+        validation.check_out("dx", dx, "x", x)
 
 
 def layer_norm_fwd(
@@ -637,7 +629,7 @@ def layer_norm_fwd(
     """
     _check_inputs(x, {"weight": weight, "bias": bias}, eps)
     if out is not None:
-        _check_out("out", out, x)
+        validation.check_out("out", out, "x", x)
     knobs = {"block_n": block_n, "rows": rows, "num_warps": num_warps, "programs": programs, "num_stages": num_stages}
     return _norm_fwd(x, weight, bias, eps, out, False, knobs)
 
@@ -705,7 +697,7 @@ def rms_norm_fwd(
     """
     _check_inputs(x, {"weight": weight}, eps)
     if out is not None:
-        _check_out("out", out, x)
+        validation.check_out("out", out, "x", x)
     knobs = {"block_n": block_n, "rows": rows, "num_warps": num_warps, "programs": programs, "num_stages": num_stages}
     y, _, rstd = _norm_fwd(x, weight, None, eps, out, True, knobs)
     return y, rstd

@@ -447,12 +447,7 @@ def _check_out(name: str, out: torch.Tensor | None, like: torch.Tensor) -> torch
     """``out`` checked against the input it is written for, or a new contiguous tensor like it."""
     if out is None:
         return torch.empty(like.shape, dtype=like.dtype, device=like.device)
-    validation.check_tensor(name, out)
-    validation.check_device(**{"input": like, name: out})
-    validation.check_same("dtype", **{"input": like, name: out})
-    validation.check_same("shape", **{"input": like, name: out})
-    validation.check_contiguous(**{name: out})
-    return out
+    return validation.check_out(name, out, "input", like)
 
 
 def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -77,11 +77,7 @@ def vector_add(
     if out is None:
         out = torch.empty_like(x)
     else:
-        validation.check_tensor("out", out)
-        validation.check_device(x=x, out=out)
-        validation.check_same("dtype", x=x, out=out)
-        validation.check_same("shape", x=x, out=out)
-        validation.check_contiguous(out=out)
+        validation.check_out("out", out, "x", x)
     if block_size < 1 or block_size & (block_size - 1):
         raise ValueError(f"block_size must be a positive power of two, got {block_size}")
 
