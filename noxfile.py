@@ -1,4 +1,4 @@
-"""Sessions: ``tests`` (CPU through the interpreter, or full size on a GPU), ``docs``, ``bench`` (GPU only), ``lint``.
+"""Sessions: ``tests`` (CPU through the interpreter, or full size on a GPU), ``docs``, ``bench`` and ``profiles`` (GPU only), ``lint``.
 
 Run ``nox --no-venv --no-install -s SESSION`` to use an environment that already holds
 everything (for example a GPU machine's own torch); plain ``nox -s SESSION`` builds one.
@@ -54,8 +54,15 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def profiles(session: nox.Session) -> None:
+    """Record the PyTorch profiler's, proton's and Nsight Compute's output for the profiling chapter (GPU only)."""
+    install(session)
+    session.run("python", "tools/record_profiles.py", "--out", "docs/results/profiles", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the package, tests, examples and docs configuration."""
     if not isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
         session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
-    session.run("ruff", "check", "src", "tests", "examples", "docs/conf.py", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "examples", "tools", "docs/conf.py", "noxfile.py")

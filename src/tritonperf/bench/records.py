@@ -29,6 +29,7 @@ SHAPE_KEYS: dict[str, tuple[str, ...]] = {
     "transpose": ("M", "N"),
     "matmul": ("M", "N", "K"),
     "attention": ("B", "H", "N", "D", "causal"),
+    "memory_hierarchy": ("bytes",),
 }
 
 _number = {"type": "number", "exclusiveMinimum": 0}

@@ -69,6 +69,7 @@ SPECS: dict[str, str] = {
     "rms_norm": "norms",
     "softmax": "softmax",
     "transpose": "transpose",
+    "memory_hierarchy": "memory",
 }
 
 
