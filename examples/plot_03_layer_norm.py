@@ -63,7 +63,7 @@ DEVICE = runtime.default_device()
 # possible time is that of a device copy of the same bytes. For one LLM-sized activation:
 
 M, N = 16384, 4096
-results = live_or_recorded("layer_norm")
+results = live_or_recorded("layer_norm", "rms_norm")
 for direction in ("fwd", "bwd"):
     moved = tritonperf.layer_norm_bytes(M, N, torch.float16, direction)
     print(f"{direction}: {M} x {N} float16 moves {moved / 2**20:,.0f} MiB")

@@ -75,20 +75,22 @@ def _process_ceilings() -> dict[str, float]:
     return measure_ceilings()
 
 
-def live_or_recorded(kernel: str, *, quick: bool = True) -> list[tuple[dict[str, Any], bool]]:
-    """Results to show for ``kernel``: measured now on a GPU, else every recorded file that has it.
+def live_or_recorded(*kernels: str, quick: bool = True) -> list[tuple[dict[str, Any], bool]]:
+    """Results to show for ``kernels``: measured now on a GPU, else every recorded file that has them all.
 
     Returns ``(document, live)`` pairs; empty when there is no GPU and no recorded file is found
     (for example, an example script downloaded on its own).
     """
     from .. import runtime
 
+    if not kernels:
+        raise ValueError("name at least one kernel")
     if runtime.MODE == "gpu":
-        doc = run([kernel], command=f"live measurement of {kernel}", quick=quick, ceilings=_process_ceilings())
+        doc = run(kernels, command=f"live measurement of {', '.join(kernels)}", quick=quick, ceilings=_process_ceilings())
         return [(doc, True)]
     docs = []
     for path in records.find_results():
         doc = records.load(path)
-        if any(r["kernel"] == kernel for r in doc["records"]):
+        if set(kernels) <= {r["kernel"] for r in doc["records"]}:
             docs.append((doc, False))
     return docs
