@@ -10,6 +10,10 @@ from .kernels import (
     layer_norm,
     layer_norm_bytes,
     layer_norm_reference,
+    matmul,
+    matmul_bytes,
+    matmul_flops,
+    matmul_reference,
     rms_norm,
     rms_norm_bytes,
     rms_norm_reference,
@@ -32,6 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "runtime", "__version__",
+    "matmul", "matmul_bytes", "matmul_flops", "matmul_reference",
     "layer_norm", "layer_norm_bytes", "layer_norm_reference", "rms_norm", "rms_norm_bytes", "rms_norm_reference",
     "SoftmaxPlan", "softmax", "softmax_backward", "softmax_backward_reference", "softmax_bytes", "softmax_plan",
     "softmax_reference",

@@ -70,6 +70,7 @@ SPECS: dict[str, str] = {
     "softmax": "softmax",
     "transpose": "transpose",
     "memory_hierarchy": "memory",
+    "matmul": "matmul",
 }
 
 

@@ -1,12 +1,18 @@
-"""Timing kernels on a GPU: device events, warm-up excluded, medians, cold caches.
+"""Timing kernels on a GPU: device events, warm-up excluded, medians, cold caches, no host overhead.
 
-Two methods, both returning the median milliseconds of one call:
+Every measurement replays a CUDA graph that calls the function on a rotation of independent
+input sets, and divides the replay's time (CUDA events) by the number of calls in it:
 
-* inputs larger than the L2 cache: :func:`triton.testing.do_bench`, which
-  flushes L2 before every timed call and times each call with CUDA events;
-* inputs that fit in L2 (tiny launches): a CUDA graph that calls the function
-  on a rotation of independent input sets, so that launch overhead is replayed
-  rather than paid from Python and each call finds its inputs out of cache.
+* a graph launch costs the host one call however many kernels it holds, so Python's launch
+  overhead (validation, grid computation, Triton's launcher) is not counted, whatever the size;
+* between two calls on the same input set, at least twice the L2 cache's worth of other data is
+  touched, so every call finds its inputs out of cache, as a flushed cache would;
+* the median over many replays is reported; the calls before capture (compilation, autotuning)
+  and the first replay are left out.
+
+:func:`do_bench_ms` times the way :func:`triton.testing.do_bench` does (an L2 flush, then events
+around each call), host time included; it is kept to show the difference (see the chapter on
+measuring).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ import torch
 
 Args = Sequence[object]
 
-# Enough independent input sets to cover twice the L2 cache, within a graph of reasonable size.
+# Input sets per rotation at most (tiny inputs), and calls per graph at least (large inputs), so
+# that the graph's own launch cost is spread over several calls.
 MAX_ROTATION = 256
+MIN_CALLS = 10
 GRAPH_REPLAYS = 30
 
 
@@ -29,13 +37,14 @@ def l2_bytes() -> int:
     return torch.cuda.get_device_properties().L2_cache_size
 
 
-def _do_bench_ms(fn: Callable[..., object], args: Args) -> float:
+def do_bench_ms(fn: Callable[..., object], args: Args) -> float:
+    """Median of :func:`triton.testing.do_bench`: L2 flushed before each call, host launch time included."""
     import triton.testing
 
     return triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")
 
 
-def _graph_rotation_ms(fn: Callable[..., object], arg_sets: list[Args]) -> float:
+def _graph_rotation_ms(fn: Callable[..., object], arg_sets: list[Args], calls: int) -> float:
     # Warm up (compile, autotune, allocate) on a side stream, as graph capture requires.
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -47,8 +56,8 @@ def _graph_rotation_ms(fn: Callable[..., object], arg_sets: list[Args]) -> float
 
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for args in arg_sets:
-            fn(*args)
+        for i in range(calls):
+            fn(*arg_sets[i % len(arg_sets)])
     graph.replay()  # the first replay uploads the graph: keep it out of the numbers
     torch.cuda.synchronize()
 
@@ -59,23 +68,27 @@ def _graph_rotation_ms(fn: Callable[..., object], arg_sets: list[Args]) -> float
         graph.replay()
         end.record()
         end.synchronize()
-        per_call.append(start.elapsed_time(end) / len(arg_sets))
+        per_call.append(start.elapsed_time(end) / calls)
     return statistics.median(per_call)
+
+
+def rotation(bytes_per_call: int) -> tuple[int, int]:
+    """``(input sets, calls per graph)`` for a call that reads and writes ``bytes_per_call``."""
+    sets = min(MAX_ROTATION, 1 + math.ceil(2 * l2_bytes() / max(bytes_per_call, 1)))
+    return sets, sets * math.ceil(MIN_CALLS / sets)
 
 
 def time_ms(fn: Callable[..., object], make_args: Callable[[], Args], bytes_per_call: int) -> float:
     """Median time of ``fn(*make_args())`` in milliseconds, on the current CUDA device.
 
     Args:
-        fn: the function to time; it must only launch GPU work (no host sync).
+        fn: the function to time; it must only launch GPU work (no host sync), as graph
+            capture requires.
         make_args: returns a fresh set of random arguments each time it is called.
-        bytes_per_call: bytes one call reads and writes, to decide whether the
-            inputs fit in L2 and how many input sets the rotation needs.
+        bytes_per_call: bytes one call reads and writes, which sets how many input sets the
+            rotation needs (see :func:`rotation`).
     """
     if not torch.cuda.is_available():
         raise RuntimeError("timing needs a CUDA GPU; in interpreter mode there is nothing meaningful to time")
-    cache = l2_bytes()
-    if bytes_per_call >= 2 * cache:
-        return _do_bench_ms(fn, make_args())
-    sets = min(MAX_ROTATION, math.ceil(2 * cache / max(bytes_per_call, 1)))
-    return _graph_rotation_ms(fn, [make_args() for _ in range(sets)])
+    sets, calls = rotation(bytes_per_call)
+    return _graph_rotation_ms(fn, [make_args() for _ in range(sets)], calls)

@@ -1,0 +1,109 @@
+"""Benchmark of :func:`tritonperf.kernels.matmul.matmul`: square matrices 256³ … 8192³ and LLM shapes.
+
+The LLM shapes are the projections of a transformer layer at a large batch of tokens:
+8192 × 8192 × 1024, 4096 × 14336 × 4096 (an MLP's up-projection) and 16384 × 4096 × 4096.
+Every variant allocates its output, as ``torch.matmul`` does, and the rate counts the
+``2·M·N·K`` operations of the product only.
+
+* float16 and bfloat16: ours (autotuned) against ``torch.matmul`` (cuBLAS), the lesson's steps,
+  and the fused epilogue: ``gelu(a @ b)`` in one kernel (``step-5-fused-gelu``) against
+  ``torch.matmul`` followed by ``torch.nn.functional.gelu`` (``torch-matmul-then-gelu``).
+  ``tritonperf`` runs the persistent TMA kernel where it can (step 4 pins that choice).
+* float8_e4m3fn with per-tensor scales and bfloat16 output: ours against ``torch._scaled_mm``,
+  which needs ``b`` column-major, so ``b`` is given that way to every variant (ours reads it
+  through its strides).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...kernels.matmul import matmul, matmul_bytes, matmul_flops
+from ...ladders.matmul import matmul_autotuned, matmul_fused_gelu, matmul_grouped, matmul_persistent_tma, matmul_tiles
+from ...testing import random_tensor
+from ..specs import BenchSpec, Shape
+
+SQUARE_SIZES = [256, 512, 1024, 2048, 4096, 8192]
+LLM_SHAPES: list[Shape] = [
+    {"M": 8192, "N": 8192, "K": 1024},
+    {"M": 4096, "N": 14336, "K": 4096},
+    {"M": 16384, "N": 4096, "K": 4096},
+]
+SHAPES: list[Shape] = [{"M": s, "N": s, "K": s} for s in SQUARE_SIZES] + LLM_SHAPES
+QUICK_SHAPES: list[Shape] = [{"M": s, "N": s, "K": s} for s in (1024, 4096)] + LLM_SHAPES[:1]
+
+
+def make_args(shape: Shape, dtype: torch.dtype) -> tuple:
+    return (random_tensor((shape["M"], shape["K"]), dtype, "cuda"), random_tensor((shape["K"], shape["N"]), dtype, "cuda"))
+
+
+def make_fp8_args(shape: Shape, dtype: torch.dtype) -> tuple:
+    """``(a, b, scale_a, scale_b)``: ``a`` row-major, ``b`` column-major (as ``torch._scaled_mm`` requires)."""
+    a = random_tensor((shape["M"], shape["K"]), dtype, "cuda")
+    b = random_tensor((shape["N"], shape["K"]), dtype, "cuda").t()
+    scale = torch.ones((), device="cuda")
+    return a, b, scale, scale.clone()
+
+
+def torch_matmul_then_gelu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """What a PyTorch user writes without fusion: the product, then an exact GELU over it."""
+    return F.gelu(torch.matmul(a, b))
+
+
+def torch_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
+    """torch's float8 matmul, with the same scales and the same bfloat16 output as ours."""
+    return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)
+
+
+def _flops(shape: Shape, dtype: torch.dtype) -> int:
+    return matmul_flops(shape["M"], shape["N"], shape["K"])
+
+
+def _nbytes(shape: Shape, dtype: torch.dtype) -> int:
+    return matmul_bytes(shape["M"], shape["N"], shape["K"], dtype)
+
+
+def specs() -> list[BenchSpec]:
+    """float16 and bfloat16 against torch and the lesson's steps; float8 against ``torch._scaled_mm``."""
+    return [
+        BenchSpec(
+            kernel="matmul",
+            direction="fwd",
+            metric="TFLOPS",
+            x="N",
+            shapes=SHAPES,
+            quick_shapes=QUICK_SHAPES,
+            dtypes=[torch.float16, torch.bfloat16],
+            make_args=make_args,
+            variants={
+                "tritonperf": lambda a, b: matmul(a, b),
+                "torch": torch.matmul,
+                "step-1-tiles": matmul_tiles,
+                "step-2-grouped": matmul_grouped,
+                "step-3-autotuned": matmul_autotuned,
+                "step-4-persistent-tma": matmul_persistent_tma,
+                "step-5-fused-gelu": matmul_fused_gelu,
+                "torch-matmul-then-gelu": torch_matmul_then_gelu,
+            },
+            nbytes=_nbytes,
+            flops=_flops,
+        ),
+        BenchSpec(
+            kernel="matmul",
+            direction="fwd",
+            metric="TFLOPS",
+            x="N",
+            shapes=SHAPES,
+            quick_shapes=QUICK_SHAPES,
+            dtypes=[torch.float8_e4m3fn],
+            make_args=make_fp8_args,
+            variants={
+                "tritonperf": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb),
+                "torch": torch_scaled_mm,
+                "step-3-autotuned": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tiles"),
+            },
+            nbytes=_nbytes,
+            flops=_flops,
+        ),
+    ]
