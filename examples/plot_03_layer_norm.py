@@ -328,8 +328,8 @@ for doc, live in results:
     print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
     rows_shown = [
         r for r in summarize(doc)
-        if r["dtype"] == "float16" and (r["shape"]["M"], r["shape"]["N"]) in SHOWN
-        and (r["kernel"] == "layer_norm" or (r["kernel"] == "rms_norm" and r["variant"] == "tritonperf"))
+        if (r["kernel"] == "layer_norm" or (r["kernel"] == "rms_norm" and r["variant"] == "tritonperf"))
+        and r["dtype"] == "float16" and (r["shape"]["M"], r["shape"]["N"]) in SHOWN
     ]
     rows_shown.sort(key=lambda r: (r["kernel"], r["direction"], SHOWN.index((r["shape"]["M"], r["shape"]["N"])), r["variant"]))
     for r in rows_shown:

@@ -65,3 +65,34 @@ def test_loads_bypass_l1():
     loads = [line for line in compiled.ptx.splitlines() if "ld.global" in line]
     assert loads and all(".cg" in line for line in loads), loads
     assert any(".v4" in line for line in loads)
+
+
+def _sweep_doc(sample_doc, rates_by_mib):
+    sample_doc["records"] = [
+        {"kernel": "memory_hierarchy", "variant": "tritonperf", "direction": "fwd", "dtype": "float32",
+         "shape": {"bytes": mib << 20}, "ms": 1.0, "GBps": rate, "TFLOPS": None}
+        for mib, rate in rates_by_mib.items()
+    ]
+    return sample_doc
+
+
+def test_hierarchy_levels_reads_plateau_cliff_and_hbm(sample_doc):
+    # A slow smallest buffer (too little in flight), a plateau, a cliff between 32 and 64 MiB, HBM.
+    doc = _sweep_doc(sample_doc, {1: 3000, 4: 7900, 16: 8000, 32: 8100, 64: 4600, 256: 4500, 1024: 4400, 2048: 4500})
+    lv = memory.hierarchy_levels(doc)
+    assert (lv.l2, lv.hbm, lv.last_fast, lv.first_slow) == (8000, 4500, 32, 64)
+    assert lv.points[0] == (1, 3000)
+
+
+def test_hierarchy_levels_needs_a_sweep(sample_doc):
+    with pytest.raises(ValueError, match="no memory_hierarchy sweep"):
+        memory.hierarchy_levels(sample_doc)
+
+
+def test_memory_levels_table(sample_doc):
+    from tritonperf.bench.report import memory_levels_table
+
+    assert "No recorded memory-hierarchy sweep" in memory_levels_table([sample_doc])
+    doc = _sweep_doc(sample_doc, {1: 3000, 4: 7900, 16: 8000, 32: 8100, 64: 4600, 256: 4500, 1024: 4400, 2048: 4500})
+    table = memory_levels_table([doc])
+    assert "| Example GPU | 8,000 GB/s | 4,500 GB/s | 1.8x | 32 and 64 MiB | 1,000 GB/s |" in table

@@ -8,6 +8,10 @@ the buffer fits there and by HBM if it does not. Bytes counted are ``repeats * b
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 import triton
 import triton.language as tl
@@ -101,3 +105,32 @@ def repeats_for(nbytes: int) -> int:
 def read_bytes(nbytes: int) -> int:
     """Bytes one call of :func:`read_repeated` reads from a buffer of ``nbytes``."""
     return repeats_for(nbytes) * nbytes
+
+
+# -- reading a sweep -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Levels:
+    """What a recorded sweep says about the memory hierarchy (rates in GB/s, sizes in MiB)."""
+
+    points: list[tuple[float, float]]  # (working set, rate), smallest first
+    l2: float  # median rate of the buffers before the cliff that reach the plateau
+    hbm: float  # median rate of the three largest buffers
+    last_fast: float  # the largest working set before the cliff
+    first_slow: float  # the smallest working set past it
+
+
+def hierarchy_levels(doc: dict[str, Any]) -> Levels:
+    """Read the L2 plateau, the HBM rate and the cliff between them off a results document.
+
+    The cliff is the first size, past the smallest, whose rate falls below halfway between the
+    fastest point and the HBM rate. Raises ValueError when the document holds no sweep.
+    """
+    points = sorted((r["shape"]["bytes"] / 2**20, r["GBps"]) for r in doc["records"] if r["kernel"] == "memory_hierarchy")
+    if len(points) < 4:
+        raise ValueError("the document holds no memory_hierarchy sweep (at least 4 sizes)")
+    hbm = statistics.median(rate for _, rate in points[-3:])
+    middle = (max(rate for _, rate in points) + hbm) / 2
+    first_slow = next((size for size, rate in points[1:] if rate < middle), points[-1][0])
+    l2 = statistics.median(rate for size, rate in points if size < first_slow and rate >= middle)
+    last_fast = max(size for size, _ in points if size < first_slow)
+    return Levels(points, l2, hbm, last_fast, first_slow)

@@ -134,3 +134,27 @@ def pivot(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> tuple
         ])
     header = ["shape", *(f"{v} ({unit})" for v in variants), "tritonperf: % of ceiling", "tritonperf vs best torch"]
     return header, table
+
+
+def memory_levels_table(docs: list[dict[str, Any]]) -> str:
+    """A Markdown table of each document's memory-hierarchy sweep: L2 plateau, HBM, cliff, copy ceiling."""
+    from .memory import hierarchy_levels
+
+    lines = [
+        "| GPU | L2 plateau (reads) | HBM (reads) | L2 / HBM | cliff between | copy ceiling (read + write) | recorded |",
+        "| --- | ---: | ---: | ---: | --- | ---: | --- |",
+    ]
+    for doc in docs:
+        try:
+            lv = hierarchy_levels(doc)
+        except ValueError:
+            continue
+        p = doc["provenance"]
+        lines.append(
+            f"| {p['gpu']} | {lv.l2:,.0f} GB/s | {lv.hbm:,.0f} GB/s | {lv.l2 / lv.hbm:.1f}x | "
+            f"{lv.last_fast:g} and {lv.first_slow:g} MiB | {doc['ceilings']['copy_GBps']:,.0f} GB/s | "
+            f"{p['date'][:10]}, triton {p['triton']}, torch {p['torch']}, commit {p['git_commit']} |"
+        )
+    if len(lines) == 2:
+        return "No recorded memory-hierarchy sweep yet: run `tritonperf bench memory_hierarchy` on a GPU.\n"
+    return "\n".join(lines) + "\n"

@@ -1,9 +1,9 @@
 """The matmul lesson's steps: one kernel, launched a little better at each step.
 
 Unlike the other lessons, the steps here do not need kernels of their own: each one runs a
-kernel of :mod:`tritonperf.kernels.matmul` with different launch options, so that the lesson can
+kernel of ``tritonperf.kernels.matmul`` with different launch options, so that the lesson can
 show exactly what one option buys and the benchmark can record it. Every step accepts what
-:func:`tritonperf.kernels.matmul.matmul` accepts (any strides, batches, every dtype) and raises
+:func:`tritonperf.matmul` accepts (any strides, batches, every dtype) and raises
 the same errors.
 
 * step 1, :func:`matmul_tiles`: one program per 128 × 128 output tile, programs numbered in
@@ -15,7 +15,7 @@ the same errors.
   chooses for each shape and dtype (``method="tiles"``).
 * step 4, :func:`matmul_persistent_tma`: one program per SM looping over tiles, with operands
   moved by the Tensor Memory Accelerator (``method="tma"``; compute capability 9.0 or newer).
-  This is what :func:`tritonperf.kernels.matmul.matmul` runs by default wherever it can.
+  This is what :func:`tritonperf.matmul` runs by default wherever it can.
 * step 5, :func:`matmul_fused_gelu`: the GELU applied to each tile before it is written, against
   torch's matmul followed by a separate GELU, which writes C, reads it back and writes it again.
 """

@@ -1,4 +1,4 @@
-"""Benchmark of :func:`tritonperf.kernels.matmul.matmul`: square matrices 256³ … 8192³ and LLM shapes.
+"""Benchmark of :func:`tritonperf.matmul`: square matrices 256³ … 8192³ and LLM shapes.
 
 The LLM shapes are the projections of a transformer layer at a large batch of tokens:
 8192 × 8192 × 1024, 4096 × 14336 × 4096 (an MLP's up-projection) and 16384 × 4096 × 4096.

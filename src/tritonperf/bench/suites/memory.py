@@ -16,7 +16,7 @@ from ..specs import BenchSpec, Shape
 MIB = 1 << 20
 SIZES_MIB = sorted({1 << k for k in range(0, 12)} | {24, 40, 48, 56, 64, 80, 96})
 SHAPES: list[Shape] = [{"bytes": s * MIB} for s in SIZES_MIB]
-QUICK_SHAPES: list[Shape] = [{"bytes": s * MIB} for s in (4, 16, 32, 48, 64, 128, 1024)]
+QUICK_SHAPES: list[Shape] = [{"bytes": s * MIB} for s in (1, 4, 16, 32, 48, 64, 128, 1024)]
 
 
 def make_args(shape: Shape, dtype: torch.dtype) -> tuple:
