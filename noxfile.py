@@ -1,4 +1,5 @@
-"""Sessions: ``tests`` (CPU through the interpreter, or full size on a GPU), ``docs``, ``bench`` and ``profiles`` (GPU only), ``lint``.
+"""Sessions: ``tests`` (CPU through the interpreter, or full size on a GPU), ``docs``, ``lint``;
+``bench``, ``profiles`` and ``measuring`` need a GPU.
 
 Run ``nox --no-venv --no-install -s SESSION`` to use an environment that already holds
 everything (for example a GPU machine's own torch); plain ``nox -s SESSION`` builds one.
@@ -58,6 +59,13 @@ def profiles(session: nox.Session) -> None:
     """Record the PyTorch profiler's, proton's and Nsight Compute's output for the profiling chapter (GPU only)."""
     install(session)
     session.run("python", "tools/record_profiles.py", "--out", "docs/results/profiles", *session.posargs)
+
+
+@nox.session
+def measuring(session: nox.Session) -> None:
+    """Record how much the usual timing mistakes change a measurement, for the measuring chapter (GPU only)."""
+    install(session)
+    session.run("python", "tools/record_measuring.py", "--out", "docs/results/measuring", *session.posargs)
 
 
 @nox.session
