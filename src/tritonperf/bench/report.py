@@ -158,3 +158,37 @@ def memory_levels_table(docs: list[dict[str, Any]]) -> str:
     if len(lines) == 2:
         return "No recorded memory-hierarchy sweep yet: run `tritonperf bench memory_hierarchy` on a GPU.\n"
     return "\n".join(lines) + "\n"
+
+
+def roofline_page(paths: list, image_dir, image_url: str) -> str:
+    """Markdown for the roofline chapter: per results file, the plot, the ridge point and a table.
+
+    Plots are written to ``image_dir`` and linked as ``image_url/<name>.png``.
+    """
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from . import records
+    from .plotting import caption
+    from .roofline import peak_tflops, plot_roofline, ridge, roofline_table
+
+    image_dir = Path(image_dir)
+    image_dir.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for path in sorted(paths):
+        doc = records.load(path)
+        try:
+            peak = peak_tflops(doc)
+        except ValueError:
+            continue
+        p, slug = doc["provenance"], Path(path).stem
+        fig = plot_roofline(doc)
+        fig.savefig(image_dir / f"{slug}.png", dpi=110)
+        plt.close(fig)
+        parts.append(
+            f"### {p['gpu']}\n\n![roofline of {p['gpu']}]({image_url}/{slug}.png)\n\n{caption(doc, live=False)}.\n\n"
+            f"Copy ceiling {doc['ceilings']['copy_GBps']:,.0f} GB/s, 16-bit matmul ceiling {peak:,.0f} TFLOPS: "
+            f"the ridge point is at **{ridge(doc):,.0f} FLOP per byte**.\n\n" + roofline_table(doc)
+        )
+    return "\n".join(parts) or "No recorded run with a matmul ceiling yet: run `nox -s bench` on a GPU.\n"
