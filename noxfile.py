@@ -58,6 +58,8 @@ def bench(session: nox.Session) -> None:
 def profiles(session: nox.Session) -> None:
     """Record the PyTorch profiler's, proton's and Nsight Compute's output for the profiling chapter (GPU only)."""
     install(session)
+    if not isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
+        session.install("llnl-hatchet")  # proton-viewer reads proton's .hatchet files with it
     session.run("python", "tools/record_profiles.py", "--out", "docs/results/profiles", *session.posargs)
 
 

@@ -9,11 +9,16 @@ where, when and with what it was recorded: the PyTorch profiler's table, proton'
 Nsight Compute's report (``ncu``) for one launch of each chosen kernel. Tools that are missing or
 fail leave a file that says so instead of the output, so a partial run is never mistaken for a
 complete one.
+
+Proton and ncu each run the workload in a child process of this script. For ncu that is how it
+works; for proton it is required: CUPTI takes one subscriber per process, and after the PyTorch
+profiler has run here, ``proton.start`` in the same process fails in ``cuptiSubscribe``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -74,15 +79,26 @@ def torch_profiler_table() -> str:
     return prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=48)
 
 
-def proton_tree(tmp: Path) -> str:
+def proton_session(session: Path) -> None:
+    """Child process: run the step under a proton session; proton writes ``<session>.hatchet``."""
     import triton.profiler as proton
 
-    workload("step")
-    session = tmp / "step"
-    proton.start(str(session), hook="triton")
-    workload("step")
+    workload("step")  # compile and warm up outside the session
+    proton.start(str(session), hook="triton")  # hook="triton": one node per Triton launch, named after the kernel
+    with proton.scope("step"):
+        workload("step")
     proton.finalize()
+
+
+def proton_tree(tmp: Path) -> str:
+    if importlib.util.find_spec("hatchet") is None:
+        raise RuntimeError("proton-viewer needs the hatchet package: pip install llnl-hatchet")
+    session = tmp / "step"
+    # A process of its own: this one's CUPTI subscriber belongs to the PyTorch profiler.
+    run([sys.executable, __file__, "--proton", str(session)])
     hatchet = session.with_suffix(".hatchet")
+    if not hatchet.is_file():
+        raise RuntimeError(f"the proton child finished but wrote no {hatchet.name}; found: {sorted(p.name for p in tmp.iterdir())}")
     viewer = [sys.executable, "-m", "triton.profiler.viewer", "-m", "time/us", str(hatchet)]
     return run(viewer)
 
@@ -118,17 +134,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/profiles"), help="folder for <gpu-slug>/*.txt")
     parser.add_argument("--workload", help=argparse.SUPPRESS)  # used by ncu's child process
+    parser.add_argument("--proton", type=Path, help=argparse.SUPPRESS)  # used by proton's child process
     args = parser.parse_args()
     if not torch.cuda.is_available():
         parser.error("profiling needs a CUDA GPU; none is visible to torch")
     if args.workload:
         workload(args.workload)
         return
+    if args.proton:
+        proton_session(args.proton)
+        return
     folder = args.out / records.slug(torch.cuda.get_device_name())
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         write(folder / "torch_profiler.txt", "torch.profiler.profile(...).key_averages().table(...)", torch_profiler_table)
-        write(folder / "proton.txt", "proton.start(..., hook='triton'); proton-viewer -m time/us", lambda: proton_tree(Path(tmp)))
+        write(folder / "proton.txt", "proton.start(..., hook='triton') in a child process; proton-viewer -m time/us",
+              lambda: proton_tree(Path(tmp)))
     for stem, name, regex, why in NCU_TARGETS:
         command = f"ncu {' '.join('--section ' + s for s in NCU_SECTIONS)} -k regex:{regex} --launch-skip 1 --launch-count 1  # {why}"
         write(folder / f"{stem}.txt", command, lambda name=name, regex=regex: ncu_report(name, regex))

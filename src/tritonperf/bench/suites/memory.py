@@ -1,7 +1,7 @@
 """The memory-hierarchy sweep: read bandwidth of float32 buffers from 1 MiB to 2 GiB.
 
-Powers of two, with extra points between 16 and 128 MiB where the L2 cache (50 MiB on an H100
-or H200) runs out. Each call reads about 4 GiB (see :mod:`tritonperf.bench.memory`); the timer
+Powers of two, with extra points between 16 and 128 MiB, where the L2 cache of a Hopper GPU
+runs out (the driver reports its size as ``L2_cache_size``). Each call reads about 4 GiB (see :mod:`tritonperf.bench.memory`); the timer
 flushes L2 before every call, so each call's first pass over the buffer comes from HBM.
 """
 
