@@ -18,8 +18,8 @@ import triton.language as tl
 
 from .. import runtime, validation
 
-# About 4 GiB read per call: the first, cold pass is at most a few percent of the bytes at the
-# sizes where the buffer still fits in L2.
+#: Bytes one timed call reads, about 4 GiB whatever the buffer's size. At the sizes that fit in
+#: L2 the first, cold pass over the buffer is then at most a few percent of the bytes.
 BYTES_PER_CALL = 1 << 32
 
 

@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 
 from .plotting import caption
 
-#: Operations per input element of a forward pass: vector add 1 (the add); softmax 5 (max,
-#: subtract, exp, sum, scale); layer norm 7 (mean, subtract, square, variance sum, scale by
-#: 1/std, weight, bias); RMS norm 4 (square, sum, scale, weight). Transpose computes nothing and
+#: Operations counted per input element of a forward pass. Vector add 1 (the add), softmax 5
+#: (max, subtract, exp, sum, scale), layer norm 7 (mean, subtract, square, variance sum, scale by
+#: 1/std, weight, bias), RMS norm 4 (square, sum, scale, weight). Transpose computes nothing and
 #: has no place on a logarithmic intensity axis.
 FLOPS_PER_ELEMENT: dict[str, int] = {"vector_add": 1, "softmax": 5, "layer_norm": 7, "rms_norm": 4}
 
