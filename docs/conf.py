@@ -18,7 +18,7 @@ sys.path.insert(0, str(DOCS.parent / "src"))
 import tritonperf  # noqa: E402  (first: chooses GPU or interpreter before any kernel is defined)
 from tritonperf.asm import write_excerpts  # noqa: E402
 from tritonperf.bench import find_results, load  # noqa: E402
-from tritonperf.bench.report import memory_levels_table, results_page, roofline_page  # noqa: E402
+from tritonperf.bench.report import memory_levels_table, results_page, roofline_page, strategies_table  # noqa: E402
 from tritonperf.cli import help_text  # noqa: E402
 
 project = "Triton Performance Guide"
@@ -86,6 +86,9 @@ intersphinx_mapping = _make_inventories()
 )
 (GENERATED / "cli_help.txt").write_text(help_text())
 (GENERATED / "roofline.md").write_text(roofline_page(find_results(DOCS), GENERATED / "roofline", "/_generated/roofline"))
+(GENERATED / "strategies.md").write_text(
+    "\n".join(strategies_table(load(path)) for path in find_results(DOCS)) or "No recorded results yet.\n"
+)
 (GENERATED / "memory_levels.md").write_text(memory_levels_table([load(path) for path in find_results(DOCS)]))
 # compiled-code.md's excerpts: the package's kernels compiled for sm_90 (no GPU needed), before any lesson runs.
 write_excerpts(GENERATED / "asm")

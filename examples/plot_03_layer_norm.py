@@ -339,8 +339,12 @@ for doc, live in results:
 # %%
 # Reading the numbers:
 #
-# * **Step 1 → step 2**: more warps for long rows removes the register spills; the gap grows
-#   with ``N``.
+# * **Step 1 → step 2**: more warps for long rows is what keeps step 1 from spilling registers
+#   at 65536 columns (step 1 spills so much there that the benchmark leaves it out). Below
+#   that, read the plots rather than the rule: in the recorded H200 run, step 1's four warps
+#   are *faster* than step 2 from 4096 to 16384 columns, and faster than ``tritonperf``'s
+#   forward there too. The final kernel's choice of warps for those lengths is not yet the
+#   best one, and the table says so.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
 #   2048 columns, where one row is too little work for a program; the persistent grid and the
 #   two-pass path carry the speed to the longest rows.

@@ -51,3 +51,13 @@ def test_roofline_page(sample_doc, tmp_path):
     assert "| vector_add | float32 | 2 |" in page
     assert (tmp_path / "img" / "example-gpu.png").stat().st_size > 0
     assert "No recorded run" in roofline_page([], tmp_path / "img", "/img")
+
+
+def test_strategies_table_pairs_records_of_one_run(sample_doc):
+    from tritonperf.bench.report import strategies_table
+
+    base = {**sample_doc["records"][0], "dtype": "float16", "shape": {"N": 1 << 26}}
+    sample_doc["records"] += [{**base, "variant": "step-1-block-128", "ms": 0.4}, {**base, "variant": "tritonperf", "ms": 0.1}]
+    table = strategies_table(sample_doc)
+    assert "wide blocks: vectorized loads" in table and "| 4.00x |" in table
+    assert "softmax" not in table  # strategies without both records are left out, not invented

@@ -192,3 +192,45 @@ def roofline_page(paths: list, image_dir, image_url: str) -> str:
             f"the ridge point is at **{ridge(doc):,.0f} FLOP per byte**.\n\n" + roofline_table(doc)
         )
     return "\n".join(parts) or "No recorded run with a matmul ceiling yet: run `nox -s bench` on a GPU.\n"
+
+
+#: The optimization chapter's before/after pairs, each a tuple of strategy, lesson page, kernel,
+#: direction, dtype, shape, variant before and variant after. Both variants come from one run.
+STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int], str, str]] = [
+    ("fusion: one kernel instead of three", "plot_02_softmax", "softmax", "fwd", "float16", {"M": 4096, "N": 4096},
+     "step-1-unfused", "step-2-fused-row"),
+    ("coalescing: 2-D tiles instead of rows", "plot_04_transpose", "transpose", "fwd", "float32", {"M": 8192, "N": 8192},
+     "step-1-row-per-program", "step-3-tiles"),
+    ("coalescing the writes only", "plot_04_transpose", "transpose", "fwd", "float32", {"M": 8192, "N": 8192},
+     "step-1-row-per-program", "step-2-coalesced-writes"),
+    ("tile shape and num_warps tuned", "plot_04_transpose", "transpose", "fwd", "float16", {"M": 8192, "N": 8192},
+     "step-3-tiles", "step-4-tuned"),
+    ("TMA (tensor descriptors) instead of pointer tiles", "plot_04_transpose", "transpose", "fwd", "float16",
+     {"M": 8192, "N": 8192}, "step-4-tuned", "step-5-tma"),
+    ("wide blocks: vectorized loads", "plot_01_vector_add", "vector_add", "fwd", "float16", {"N": 1 << 26},
+     "step-1-block-128", "tritonperf"),
+    ("num_warps scaled with the row", "plot_03_layer_norm", "layer_norm", "fwd", "float16", {"M": 4096, "N": 4096},
+     "step-1-row-4-warps", "step-2-row-scaled-warps"),
+    ("num_warps scaled with the row", "plot_03_layer_norm", "layer_norm", "fwd", "float16", {"M": 4096, "N": 16384},
+     "step-1-row-4-warps", "step-2-row-scaled-warps"),
+    ("partial sums instead of atomics", "plot_03_layer_norm", "layer_norm", "bwd", "float16", {"M": 4096, "N": 4096},
+     "step-1-atomic-sums", "tritonperf"),
+]
+
+
+def strategies_table(doc: dict[str, Any]) -> str:
+    """Markdown: each strategy's measured before/after (GB/s and speedup) from one results document."""
+    by_key = {(r["kernel"], r["direction"], r["dtype"], tuple(sorted(r["shape"].items())), r["variant"]): r for r in doc["records"]}
+    lines = ["| strategy | lesson | case | before | after | speedup |", "| --- | --- | --- | --- | --- | ---: |"]
+    for strategy, lesson, kernel, direction, dtype, shape, before, after in STRATEGIES:
+        key = (kernel, direction, dtype, tuple(sorted(shape.items())))
+        rb, ra = by_key.get((*key, before)), by_key.get((*key, after))
+        if rb is None or ra is None:
+            continue
+        lines.append(
+            f"| {strategy} | {{doc}}`{lesson} </auto_examples/{lesson}>` | {kernel} {direction} {dtype} {shape_text(shape)} | "
+            f"`{before}` {rb['GBps']:,.0f} GB/s | `{after}` {ra['GBps']:,.0f} GB/s | {rb['ms'] / ra['ms']:.2f}x |"
+        )
+    p = doc["provenance"]
+    return (f"Recorded on {p['gpu']}, {p['date'][:10]}; triton {p['triton']}, torch {p['torch']}; commit {p['git_commit']}.\n\n"
+            + "\n".join(lines) + "\n")
