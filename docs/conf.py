@@ -36,7 +36,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "_inventories", "results/*.json", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "_inventories", "results/*.json", "results/**/*.md", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
@@ -88,6 +88,11 @@ intersphinx_mapping = _make_inventories()
 (GENERATED / "roofline.md").write_text(roofline_page(find_results(DOCS), GENERATED / "roofline", "/_generated/roofline"))
 (GENERATED / "strategies.md").write_text(
     "\n".join(strategies_table(load(path)) for path in find_results(DOCS)) or "No recorded results yet.\n"
+)
+# measuring.md's table: every file recorded by tools/record_measuring.py (nox -s measuring).
+(GENERATED / "measuring.md").write_text(
+    "\n".join(path.read_text() for path in sorted((DOCS / "results" / "measuring").glob("*.md")))
+    or "The table is written by `nox -s measuring` on a GPU (`docs/results/measuring/<gpu>.md`); no run has been recorded yet.\n"
 )
 (GENERATED / "memory_levels.md").write_text(memory_levels_table([load(path) for path in find_results(DOCS)]))
 # compiled-code.md's excerpts: the package's kernels compiled for sm_90 (no GPU needed), before any lesson runs.
