@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .plotting import ceiling_for, variant_order
+from .plotting import UNITS, ceiling_for, variant_order
 
 
 def _case(r: dict[str, Any]) -> tuple:
@@ -215,6 +215,14 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int], str, str]] = [
      "step-1-row-4-warps", "step-2-row-scaled-warps"),
     ("partial sums instead of atomics", "plot_03_layer_norm", "layer_norm", "bwd", "float16", {"M": 4096, "N": 4096},
      "step-1-atomic-sums", "tritonperf"),
+    ("grouped program order (L2 reuse)", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 8192, "N": 8192, "K": 8192},
+     "step-1-tiles", "step-2-grouped"),
+    ("autotuned tiles, warps and stages", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 8192, "N": 8192, "K": 8192},
+     "step-2-grouped", "step-3-autotuned"),
+    ("persistent grid with TMA", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 8192, "N": 8192, "K": 8192},
+     "step-3-autotuned", "step-4-persistent-tma"),
+    ("fused epilogue (GELU)", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 4096, "N": 4096, "K": 4096},
+     "torch-matmul-then-gelu", "step-5-fused-gelu"),
 ]
 
 
@@ -227,9 +235,11 @@ def strategies_table(doc: dict[str, Any]) -> str:
         rb, ra = by_key.get((*key, before)), by_key.get((*key, after))
         if rb is None or ra is None:
             continue
+        metric = metric_of(rb)
+        unit = UNITS[metric]
         lines.append(
             f"| {strategy} | {{doc}}`{lesson} </auto_examples/{lesson}>` | {kernel} {direction} {dtype} {shape_text(shape)} | "
-            f"`{before}` {rb['GBps']:,.0f} GB/s | `{after}` {ra['GBps']:,.0f} GB/s | {rb['ms'] / ra['ms']:.2f}x |"
+            f"`{before}` {rb[metric]:,.0f} {unit} | `{after}` {ra[metric]:,.0f} {unit} | {rb['ms'] / ra['ms']:.2f}x |"
         )
     p = doc["provenance"]
     return (f"Recorded on {p['gpu']}, {p['date'][:10]}; triton {p['triton']}, torch {p['torch']}; commit {p['git_commit']}.\n\n"

@@ -1,0 +1,233 @@
+"""
+Matrix multiplication: tiles, program order and the Tensor Cores
+================================================================
+
+Every kernel before this one moved bytes; this one computes. A matrix product reuses each
+input element many times, so it can leave the bandwidth slope of the roofline and run into the
+Tensor Cores' ceiling instead. You will learn:
+
+* why a matmul is compute-bound while softmax is not, from its arithmetic intensity;
+* how one program per **output tile** turns the product into ``tl.dot`` calls on the
+  Tensor Cores, with a float32 accumulator and masks for any M, N and K;
+* what the **order of programs** changes: grouped order keeps the panels that running
+  programs share in L2;
+* what **autotuning** picks and what it costs on the first call;
+* the **persistent** kernel with **tensor descriptors** (TMA) that the package runs on Hopper;
+* **fused epilogues** (bias and activation applied before the tile is written) and **float8**
+  inputs with per-tensor scales.
+
+To run this script yourself you need torch, triton and the ``tritonperf`` package
+(``pip install -e .`` from a clone of the guide's repository). On a CUDA GPU it runs at
+full size and measures live; anywhere else Triton's interpreter runs the kernels on the CPU at
+small sizes, and the plots come from recorded results.
+"""
+
+# %%
+# Where the kernels run
+# ---------------------
+
+import inspect
+
+import matplotlib.pyplot as plt
+import torch
+
+import tritonperf  # before triton: it switches on the interpreter when there is no GPU
+
+# isort: split
+import triton
+import triton.language as tl
+
+from tritonperf import runtime
+from tritonperf.bench import find_results, live_or_recorded, load, plot_results
+from tritonperf.bench.roofline import plot_roofline, ridge
+from tritonperf.kernels.matmul import CONFIG_TILES, K_TILE_BYTES, grouped_tile, matmul_kernel
+from tritonperf.ladders.matmul import STEP_TILE, matmul_grouped, matmul_persistent_tma, matmul_tiles
+from tritonperf.testing import assert_close, random_tensor
+
+print(runtime.describe())
+DEVICE = runtime.default_device()
+ON_GPU = runtime.MODE == "gpu"
+
+# %%
+# Compute-bound, at last
+# ----------------------
+# ``C = A @ B`` for ``A`` of ``M × K`` and ``B`` of ``K × N`` does ``2·M·N·K`` operations and, done
+# perfectly, reads each input once and writes ``C`` once. The ratio grows with the size: every
+# element of ``A`` is used ``N`` times. A size whose intensity passes the ridge point of a run
+# (the intensity where the bandwidth roof meets the compute roof) is compute-bound there:
+
+for size in (256, 1024, 4096, 8192):
+    flops = tritonperf.matmul_flops(size, size, size)
+    nbytes = tritonperf.matmul_bytes(size, size, size, torch.float16)
+    print(f"{size:5d}^3 float16: {flops / nbytes:7.1f} FLOP per byte")
+for path in find_results():
+    doc = load(path)
+    print(f"ridge point of the recorded run on {doc['provenance']['gpu']}: {ridge(doc):.0f} FLOP per byte")
+
+# %%
+# Step 1: one program per output tile
+# -----------------------------------
+# Each program owns a ``BLOCK_M × BLOCK_N`` tile of ``C``. It walks along ``K`` in steps of
+# ``BLOCK_K``, loading a ``BLOCK_M × BLOCK_K`` tile of ``A`` and a ``BLOCK_K × BLOCK_N`` tile of
+# ``B`` and accumulating their product with ``tl.dot``, which the compiler maps to the Tensor
+# Cores (``wgmma`` on Hopper: see the chapter on reading compiled code). The accumulator stays
+# float32 whatever the inputs; the epilogue (scales, bias, activation) runs on it in registers,
+# and the tile is converted and stored once. Masks along ``M`` and ``N`` keep edge tiles inside
+# the matrices; ``K`` is split into whole tiles, loaded without a mask so that the loads stay
+# wide and pipelined, and one masked last tile. Strides make transposed operands free.
+
+print(inspect.getsource(matmul_kernel.fn))
+
+# %%
+# The package's kernel checks against a float64 reference with dtype-aware tolerances, on
+# shapes that no block size divides, a transposed operand, a batch, and a fused bias + GELU.
+# Inputs are scaled by ``K ** -0.25`` so that the products stay near 1 whatever ``K``. On a GPU,
+# float32 inputs go through the Tensor Cores as tf32, whose 10-bit mantissa is float16's: the
+# float16 tolerances apply to them there.
+
+M, N, K = (1000, 1823, 517) if ON_GPU else (100, 70, 90)
+
+
+def operand(shape, dtype):
+    return (random_tensor(shape, torch.float32, DEVICE) * K**-0.25).to(dtype)
+
+
+for dtype in (torch.float16, torch.float32):
+    tolerance = torch.float16 if ON_GPU else dtype
+    a, b = operand((M, K), dtype), operand((K, N), dtype)
+    expected = tritonperf.matmul_reference(a, b)
+    assert_close(matmul_tiles(a, b), expected, tolerance)
+    assert_close(tritonperf.matmul(a, b.t().contiguous().t()), expected, tolerance)  # column-major B, read in place
+    bias = operand((N,), dtype)
+    assert_close(tritonperf.matmul(a, b, bias, "gelu"), tritonperf.matmul_reference(a, b, bias, "gelu"), tolerance)
+    batch_a = operand((3, M, K), dtype)
+    assert_close(tritonperf.matmul(batch_a, b), tritonperf.matmul_reference(batch_a, b), tolerance)
+    print(f"{str(dtype):14} {M} x {N} x {K}: plain, column-major B, bias + GELU and a batch of 3 match the reference")
+
+# %%
+# Step 2: the order of programs
+# -----------------------------
+# Programs do not all run at once: at any moment the GPU holds a few per SM. Numbered in
+# row-major order, the programs in flight cover one row of tiles, so they share one panel of
+# ``A`` but each needs its own panel of ``B``; on a wide matrix every tile row reads all of
+# ``B`` from memory again. Grouped order walks down ``GROUP_M`` tile rows before moving one tile
+# column right, so the same number of programs needs fewer panels, and those stay in L2 while
+# they are reused. The kernel below runs the package's own ``grouped_tile`` to draw both orders
+# for an 8 × 8 grid of tiles, and counts the panels the first 8 programs touch.
+
+
+@triton.jit
+def program_order_kernel(out_ptr, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_m, pid_n = grouped_tile(pid, tiles_m, tiles_n, GROUP_M)
+    tl.store(out_ptr + pid_m * tiles_n + pid_n, pid)
+
+
+tiles = 8
+fig, axes = plt.subplots(1, 2, figsize=(8, 4.2), facecolor="white", layout="constrained")
+for ax, group_m in zip(axes, (1, 4), strict=True):
+    order = torch.full((tiles, tiles), -1, dtype=torch.int32, device=DEVICE)
+    program_order_kernel[(tiles * tiles,)](order, tiles, tiles, GROUP_M=group_m)
+    order = order.cpu()
+    first = order < tiles  # the first 8 programs: those in flight together on a small GPU
+    panels = int(first.any(dim=1).sum()) + int(first.any(dim=0).sum())
+    ax.imshow(order, cmap="viridis")
+    for (i, j), pid in zip(torch.cartesian_prod(torch.arange(tiles), torch.arange(tiles)).tolist(), order.flatten().tolist(),
+                           strict=True):
+        ax.text(j, i, str(pid), ha="center", va="center", fontsize=7, color="white" if pid < 32 else "black",
+                fontweight="bold" if pid < tiles else "normal")
+    ax.set_title(f"GROUP_M = {group_m}: first {tiles} programs need {panels} panels")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    print(f"GROUP_M={group_m}: the first {tiles} programs read {panels} panels of A and B")
+
+# %%
+# Step 3: autotuning
+# ------------------
+# The best tile shape, number of warps and pipeline depth depend on the shape and the GPU. The
+# package lets ``triton.autotune`` time a short list of candidates the first time it sees a
+# shape bucket (M, N and K rounded up to powers of two, and the dtypes) and keeps the winner.
+# Candidates whose pipeline does not fit in shared memory, or whose tiles are far larger than
+# the problem, are pruned before any is timed. Each candidate is (BLOCK_M, BLOCK_N, stages,
+# warps), with a K tile of a fixed number of bytes:
+
+print(f"K tile: {K_TILE_BYTES} bytes per row (64 float16, 32 float32, 128 float8 elements)")
+for config in CONFIG_TILES:
+    print("  BLOCK_M={:<4} BLOCK_N={:<4} num_stages={} num_warps={}".format(*config))
+print(f"steps 1 and 2 use one fixed configuration instead: {STEP_TILE}")
+
+# %%
+# The first call in a new bucket compiles and times every surviving candidate: seconds, not
+# microseconds. ``TRITON_PRINT_AUTOTUNING=1`` prints each choice; ``TRITON_CACHE_DIR`` says where
+# compiled kernels and, here, tuning results are kept, so that a new process can skip both.
+
+# %%
+# Step 4: a persistent kernel with tensor descriptors
+# ---------------------------------------------------
+# On Hopper the package runs a second kernel by default: one program per SM, each looping over
+# output tiles in grouped order, with the tiles of ``A`` and ``B`` moved by the Tensor Memory
+# Accelerator through descriptors built on the device (``tl.make_tensor_descriptor``). The
+# descriptor needs each row to start at a 16-byte multiple; where it does not, the package falls
+# back to the pointer kernel. The interpreter runs it too:
+
+Mt, Nt, Kt = (1024, 1832, 520) if ON_GPU else (96, 64, 80)  # rows of 16-byte multiples in float16
+a, b = operand((Mt, Kt), torch.float16), operand((Kt, Nt), torch.float16)
+expected = tritonperf.matmul_reference(a, b)
+assert_close(matmul_persistent_tma(a, b), expected, torch.float16)
+assert_close(matmul_grouped(a, b), expected, torch.float16)
+print(f"{Mt} x {Nt} x {Kt}: the persistent TMA kernel and the grouped pointer kernel match the reference")
+
+# %%
+# float8 with per-tensor scales
+# -----------------------------
+# float8 e4m3 halves the bytes of float16 and doubles the Tensor Cores' rate on Hopper. Values
+# are stored with a per-tensor scale; the kernel multiplies the float32 accumulator by both
+# scales in the epilogue and writes bfloat16 by default (float16 here, as the interpreter
+# computes bfloat16 wrongly).
+
+fp8 = torch.float8_e4m3fn
+a8, b8 = operand((M, K), fp8), operand((K, N), fp8)
+scale_a, scale_b = torch.tensor(0.5, device=DEVICE), torch.tensor(2.0, device=DEVICE)
+got = tritonperf.matmul(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float16)
+want = tritonperf.matmul_reference(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float16)
+assert_close(got, want, torch.float16)  # float8 inputs are exact in float16, so its tolerances apply
+print("float8 with scales matches the reference")
+
+# %%
+# Measuring
+# ---------
+# Variants, all measured in one run: ``tritonperf`` (the persistent TMA kernel, autotuned);
+# ``torch`` (``torch.matmul``, i.e. cuBLAS; ``torch._scaled_mm`` for float8); the steps above;
+# and the fused epilogue ``step-5-fused-gelu`` against ``torch-matmul-then-gelu``. The dashed line
+# is torch's own matmul at 8192³ in the same dtype, measured in the same run.
+
+results = live_or_recorded("matmul")
+if not results:
+    print("No GPU here and no recorded matmul results found: the plots below are skipped.")
+for doc, live in results:
+    for dtype in ("float16", "bfloat16", "float8_e4m3fn"):
+        if any(r["kernel"] == "matmul" and r["dtype"] == dtype for r in doc["records"]):
+            plot_results(doc, "matmul", dtype, live=live, title=f"matmul, {dtype}, {doc['provenance']['gpu']}")
+
+# %%
+# On the roofline
+# ---------------
+# The same run's records placed against its two ceilings: the memory-bound kernels of the
+# other lessons on the bandwidth slope, the matrix products against the flat compute roof.
+
+for doc, live in results:
+    plot_roofline(doc, live=live)
+
+# %%
+# Takeaways
+# ---------
+# * Reuse is what makes a kernel compute-bound: a tile of ``C`` reads panels of ``A`` and ``B``
+#   once from memory and uses each element ``BLOCK_N`` or ``BLOCK_M`` times from on-chip memory.
+# * Accumulate in float32 and apply scales, bias and activation to the accumulator: the
+#   epilogue costs no extra pass over ``C``.
+# * Program order is a memory optimization: the programs that run together should share
+#   panels.
+# * Autotune over a short, pruned list keyed on shape buckets, and keep the cache between
+#   processes.
+# * On Hopper, a persistent grid with tensor descriptors is the kernel to start from; keep a
+#   pointer kernel for operands the descriptors cannot describe.
