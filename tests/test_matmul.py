@@ -95,8 +95,16 @@ def tolerance_dtype(in_dtype: torch.dtype, out_dtype: torch.dtype) -> torch.dtyp
     return out_dtype
 
 
+# On a GPU, check() pins one launch configuration unless a test names its own: autotuning would
+# compile and time every candidate for each new combination of shape bucket, dtype, bias and
+# activation, minutes for this file. Autotuning has tests of its own below.
+PINNED_ON_GPU = dict(block_m=64, block_n=64, num_warps=4, num_stages=3)
+
+
 def check(a, b, bias=None, activation=None, out_dtype=None, scale_a=None, scale_b=None, **knobs):
     """Run matmul into a NaN-filled output and compare with the float64 reference; return the result."""
+    if ON_GPU and not knobs:
+        knobs = dict(PINNED_ON_GPU)
     batch = max(a.shape[0] if a.dim() == 3 else 0, b.shape[0] if b.dim() == 3 else 0)
     shape = (a.shape[-2], b.shape[-1]) if a.dim() == b.dim() == 2 else (batch, a.shape[-2], b.shape[-1])
     dtype = out_dtype or (torch.bfloat16 if a.dtype == FP8 else a.dtype)

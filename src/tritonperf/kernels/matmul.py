@@ -631,7 +631,8 @@ def matmul(
     batch = batch or 1
     if method == "auto":
         # Measured on an H200: the persistent TMA kernel beats the pointer kernel wherever it can run.
-        method = "tma" if runtime.MODE == "gpu" and _tma_obstacle(a, b, out, K) is None else "tiles"
+        boxes_fit = all(v is None or v <= _TMA_MAX_BOX for v in (block_m, block_n, block_k))
+        method = "tma" if runtime.MODE == "gpu" and boxes_fit and _tma_obstacle(a, b, out, K) is None else "tiles"
     pinned = any(v is not None for v in (block_m, block_n, block_k, num_warps, num_stages))
     tile = {}
     if pinned:
