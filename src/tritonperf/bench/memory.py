@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 from .. import runtime, validation
+from .._intmath import cdiv
 
 #: Bytes one timed call reads, about 4 GiB whatever the buffer's size. At the sizes that fit in
 #: L2 the first, cold pass over the buffer is then at most a few percent of the bytes.
@@ -89,8 +90,8 @@ def read_repeated(x: torch.Tensor, repeats: int, *, programs: int | None = None)
     while block > MIN_BLOCK and n_elements < block * programs // 2:
         block //= 2
     # Whole blocks per program, so that no program's chunk starts inside another's last block.
-    chunk = triton.cdiv(triton.cdiv(n_elements, programs), block) * block
-    programs = triton.cdiv(n_elements, chunk)
+    chunk = cdiv(cdiv(n_elements, programs), block) * block
+    programs = cdiv(n_elements, chunk)
     partial = torch.empty(programs, dtype=torch.float32, device=x.device)
     read_repeated_kernel[(programs,)](x, partial, n_elements, chunk, repeats, BLOCK=block, num_warps=NUM_WARPS)
     return partial

@@ -42,6 +42,7 @@ import triton
 import triton.language as tl
 
 from .. import runtime, validation
+from .._intmath import cdiv, next_power_of_2
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn)
 OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -343,7 +344,7 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
     M, N, K = named_args["M"], named_args["N"], named_args["K"]
     itemsize = a.element_size()
     smallest_k = _MIN_BLOCK_K_FP8 if itemsize == 1 else _MIN_BLOCK
-    block_k = max(smallest_k, min(K_TILE_BYTES // itemsize, triton.next_power_of_2(max(K, 1))))
+    block_k = max(smallest_k, min(K_TILE_BYTES // itemsize, next_power_of_2(max(K, 1))))
     limit = _shared_memory_bytes(a.device)
 
     def with_block_k(config: triton.Config, num_stages: int) -> triton.Config:
@@ -359,8 +360,8 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
             fitting.append(with_block_k(config, config.num_stages))
     if not fitting:  # only on GPUs with far less shared memory than Ampere's: the smallest tile, 2 stages
         return [with_block_k(min(configs, key=lambda cf: cf.kwargs["BLOCK_M"] * cf.kwargs["BLOCK_N"]), 2)]
-    cap_m = max(min(cf.kwargs["BLOCK_M"] for cf in fitting), triton.next_power_of_2(M))
-    cap_n = max(min(cf.kwargs["BLOCK_N"] for cf in fitting), triton.next_power_of_2(N))
+    cap_m = max(min(cf.kwargs["BLOCK_M"] for cf in fitting), next_power_of_2(M))
+    cap_n = max(min(cf.kwargs["BLOCK_N"] for cf in fitting), next_power_of_2(N))
     return [cf for cf in fitting if cf.kwargs["BLOCK_M"] <= cap_m and cf.kwargs["BLOCK_N"] <= cap_n]
 
 
@@ -383,7 +384,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def _bucket(n: int) -> int:
-    return triton.next_power_of_2(max(n, 1))
+    return next_power_of_2(max(n, 1))
 
 
 def _check_operand(name: str, t: object, dims: str) -> torch.Tensor:
@@ -498,7 +499,7 @@ def _sm_count(device: torch.device) -> int:
 
 def _max_offset(batch: int, rows: int, cols: int, strides: tuple[int, int, int]) -> int:
     """Largest element offset any lane can compute, tiles padded to the largest block included."""
-    pad = lambda n: triton.cdiv(n, 512) * 512  # noqa: E731
+    pad = lambda n: cdiv(n, 512) * 512  # noqa: E731
     sb, sr, sc = strides
     return (batch - 1) * sb + (pad(rows) - 1) * sr + (pad(cols) - 1) * sc
 
@@ -658,7 +659,7 @@ def matmul(
         sms = _INTERPRETER_SMS if runtime.is_interpreter() else _sm_count(device)
 
         def grid(meta):  # a persistent grid: at most one program per SM
-            return (min(sms, batch * triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])),)
+            return (min(sms, batch * cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)
 
         kernel, launch = (matmul_tma_kernel[grid(tile)], tile) if pinned else (matmul_tma_kernel_tuned[grid], {})
         kernel(
@@ -674,7 +675,7 @@ def matmul(
     reach = max(_max_offset(batch, M, K, sa), _max_offset(batch, K, N, sb), _max_offset(batch, M, N, sc))
 
     def grid(meta):
-        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), batch)
+        return (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]), batch)
 
     kernel, launch = (matmul_kernel[grid(tile)], tile) if pinned else (matmul_kernel_tuned[grid], {})
     kernel(

@@ -29,6 +29,7 @@ import triton
 import triton.language as tl
 
 from .. import validation
+from .._intmath import cdiv, next_power_of_2
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -415,7 +416,7 @@ def norm_config(
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     table, tiled_default = (FWD_CONFIGS, FWD_TILED) if direction == "fwd" else (BWD_CONFIGS, BWD_TILED)
-    whole_row = triton.next_power_of_2(max(N, 1))
+    whole_row = next_power_of_2(max(N, 1))
     if block_n is None:
         block_n = whole_row if whole_row <= table[-1][0] else tiled_default[0]
     sms, l2 = _device_info(torch.device(device))
@@ -423,14 +424,14 @@ def norm_config(
         default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, table[-1][2]))
         rows = rows or default_rows
         num_warps = num_warps or default_warps
-        tiles = triton.cdiv(M, rows)
+        tiles = cdiv(M, rows)
         programs = programs or sms * (per_sm or max(1, 16 // num_warps))
     else:  # long rows, two passes over tiles
         rows = rows or tiled_default[1]
         num_warps = num_warps or tiled_default[2]
         if direction == "fwd" and rows != 1:
             raise ValueError(f"the tiled forward takes one row at a time (rows=1), got rows={rows}")
-        tiles = triton.cdiv(M, rows)
+        tiles = cdiv(M, rows)
         default_programs = sms * (per_sm or max(1, 16 // num_warps))
         if direction == "bwd":
             per_program = N * (4 * n_sums + 2 * rows * itemsize)  # partial rows + the rows re-read
@@ -556,7 +557,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
         consts["NUM_STAGES"] = cfg.num_stages
 
     def arguments(programs: int, partials: torch.Tensor) -> tuple:
-        rows_per_program = triton.cdiv(triton.cdiv(m, cfg.rows), programs) * cfg.rows
+        rows_per_program = cdiv(cdiv(m, cfg.rows), programs) * cfg.rows
         dw_part = partials[0] if dw is not None else partials
         db_part = partials[-1] if db is not None else partials
         return (x2, dy2, dx2, w, stats, rstd, dw_part, db_part, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program)
@@ -564,12 +565,12 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     if knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, arguments(cfg.programs, rstd[None]), consts, cfg.num_warps, x.device)
         cfg = norm_config(m, n, "bwd", x.device, per_sm=per_sm, **sizes, **knobs)
-    rows_per_program = triton.cdiv(triton.cdiv(m, cfg.rows), cfg.programs) * cfg.rows
-    programs = triton.cdiv(m, rows_per_program)  # every program launched owns at least one row
+    rows_per_program = cdiv(cdiv(m, cfg.rows), cfg.programs) * cfg.rows
+    programs = cdiv(m, rows_per_program)  # every program launched owns at least one row
     partials = torch.empty((len(sums), programs, n), dtype=torch.float32, device=x.device)
     kernel[(programs,)](*arguments(programs, partials), **consts, num_warps=cfg.num_warps)
     if sums:
-        grid = (triton.cdiv(n, SUM_BLOCK_C), len(sums))
+        grid = (cdiv(n, SUM_BLOCK_C), len(sums))
         sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=SUM_BLOCK_C, num_warps=SUM_WARPS)
     return dx, dw, db
 

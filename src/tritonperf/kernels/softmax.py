@@ -28,6 +28,7 @@ import triton
 import triton.language as tl
 
 from .. import validation
+from .._intmath import cdiv, next_power_of_2
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -388,22 +389,22 @@ def softmax_plan(
     itemsize = torch.empty((), dtype=dtype).element_size()
 
     if n_cols <= max_fused_n:
-        block_n = triton.next_power_of_2(n_cols)
+        block_n = next_power_of_2(n_cols)
         rows = rows_per_program or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
-        warps = num_warps or _clamp(triton.next_power_of_2(max(1, rows * block_n * n_tensors // (32 * ELEMENTS_PER_THREAD))), 1, 32)
-        n_blocks = triton.cdiv(n_rows, rows)
+        warps = num_warps or _clamp(next_power_of_2(max(1, rows * block_n * n_tensors // (32 * ELEMENTS_PER_THREAD))), 1, 32)
+        n_blocks = cdiv(n_rows, rows)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols)
 
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
     stages = num_stages or ONLINE_NUM_STAGES
-    n_tiles = triton.cdiv(n_cols, tile)
-    chunks = split or (1 if n_rows >= sms else triton.cdiv(2 * sms, n_rows))
+    n_tiles = cdiv(n_cols, tile)
+    chunks = split or (1 if n_rows >= sms else cdiv(2 * sms, n_rows))
     chunks = min(chunks, n_tiles, 65535)  # grid axis 1 holds at most 65535 programs
     if chunks > 1:
-        chunk_n = triton.cdiv(n_tiles, chunks) * tile
-        return SoftmaxPlan("split", tile, 1, warps, stages, n_rows, triton.cdiv(n_cols, chunk_n), chunk_n)
+        chunk_n = cdiv(n_tiles, chunks) * tile
+        return SoftmaxPlan("split", tile, 1, warps, stages, n_rows, cdiv(n_cols, chunk_n), chunk_n)
     if not programs_per_sm:
         row_bytes = n_tensors * n_cols * itemsize
         programs_per_sm = _clamp(int(L2_SHARE * l2 / (sms * row_bytes)), 1, 4)
@@ -477,7 +478,7 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
         )
         softmax_fwd_split_kernel[grid](
             x2, y2, maxes, sums, n_cols, *strides, plan.chunk_n,
-            CHUNKS=triton.next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
+            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
             num_warps=plan.num_warps,
         )
     return y
@@ -596,7 +597,7 @@ def softmax_backward(
         )
         softmax_bwd_split_kernel[grid](
             y2, dy2, dx2, dots, n_cols, *strides, plan.chunk_n,
-            CHUNKS=triton.next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
+            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
             num_warps=plan.num_warps,
         )
     return dx

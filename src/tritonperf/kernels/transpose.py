@@ -19,6 +19,7 @@ import triton
 import triton.language as tl
 
 from .. import runtime, validation
+from .._intmath import cdiv, next_power_of_2
 
 # A dtype is moved as integers of the same width: element size in bytes -> integer dtype.
 BITS_DTYPES: dict[int, torch.dtype] = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -213,8 +214,8 @@ def _config(
 ) -> tuple[int, int, int]:
     bm, bn, nw = table[size]
     # Small matrices get smaller tiles (at least 16 elements, i.e. 16 bytes, a side).
-    bm = block_m or min(bm, max(16, triton.next_power_of_2(M)))
-    bn = block_n or min(bn, max(16, triton.next_power_of_2(N)))
+    bm = block_m or min(bm, max(16, next_power_of_2(M)))
+    bn = block_n or min(bn, max(16, next_power_of_2(N)))
     nw = num_warps or max(1, min(nw, bm * bn // 512))
     return bm, bn, nw
 
@@ -320,7 +321,7 @@ def transpose(
         raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
     if method == "tma" and min(bm, bn) * size < 16:
         raise ValueError(f"tensor-descriptor tiles need at least 16 bytes a side; got {bm} x {bn} of {size}-byte elements")
-    tiles_m, tiles_n = triton.cdiv(M, bm), triton.cdiv(N, bn)
+    tiles_m, tiles_n = cdiv(M, bm), cdiv(N, bn)
     n_tiles = batch * tiles_m * tiles_n
     if n_tiles > _MAX_PROGRAMS:
         raise ValueError(f"{n_tiles} tiles exceed the grid's limit of 2**31 - 1; use larger blocks")
