@@ -382,6 +382,7 @@ def _positive(name: str, value: int) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of its arguments, called on every launch
 def norm_config(
     M: int,
     N: int,
