@@ -71,6 +71,7 @@ SPECS: dict[str, str] = {
     "transpose": "transpose",
     "memory_hierarchy": "memory",
     "matmul": "matmul",
+    "attention": "attention",
 }
 
 
@@ -94,6 +95,19 @@ def compiled(fn: Callable[..., object]) -> Callable[..., object]:
         return compiled_fn(*args)
 
     return call
+
+
+def graph_stream() -> torch.cuda.Stream:
+    """The stream ``torch.cuda.graph`` captures on when it is given none (timing.py gives none).
+
+    Autograd runs each backward op on the stream its forward op ran on. A graph built on the
+    default stream would therefore launch its backward there, which a capture on another stream
+    forbids; built on the capture stream, its backward is captured like any other work.
+    """
+    graph = torch.cuda.graph
+    if graph.default_capture_stream is None:
+        graph.default_capture_stream = torch.cuda.Stream()
+    return graph.default_capture_stream
 
 
 def specs_for(kernel: str) -> list[BenchSpec]:

@@ -9,7 +9,7 @@ statistics of its forward; torch's variants differentiate a prebuilt graph with
 ``torch.autograd.grad(y, inputs, dy, retain_graph=True)``, which times what a training step runs
 (for ``torch.compile``, the compiled backward graph). Autograd launches each backward op on the
 stream its forward op ran on, so the graphs are built on the stream that CUDA-graph capture uses
-(see ``_graph_stream``): the small inputs' timing captures the backward like any other call.
+(see :func:`~tritonperf.bench.specs.graph_stream`): the small inputs' timing captures the backward like any other call.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ...kernels.norms import (
 )
 from ...ladders.norms import layer_norm_bwd_atomic, layer_norm_fwd_row, layer_norm_fwd_row_scaled_warps
 from ...testing import random_tensor
-from ..specs import BenchSpec, Shape, compiled
+from ..specs import BenchSpec, Shape, compiled, graph_stream
 
 LAYER_NORM_EPS, RMS_NORM_EPS = 1e-5, 1e-6
 ROWS = 4096
@@ -90,19 +90,6 @@ class BwdCase:
     y_compiled: torch.Tensor
 
 
-def _graph_stream() -> torch.cuda.Stream:
-    """The stream ``torch.cuda.graph`` captures on when it is given none (timing.py gives none).
-
-    Autograd runs each backward op on the stream its forward op ran on. A graph built on the
-    default stream would therefore launch its backward there, which a capture on another stream
-    forbids; built on the capture stream, its backward is captured like any other work.
-    """
-    graph = torch.cuda.graph
-    if graph.default_capture_stream is None:
-        graph.default_capture_stream = torch.cuda.Stream()
-    return graph.default_capture_stream
-
-
 def _bwd_case(shape: Shape, dtype: torch.dtype, torch_fn: Callable, compiled_fn: Callable, ours_fwd: Callable, n_params: int) -> tuple:
     M, N = shape["M"], shape["N"]
     x = random_tensor((M, N), dtype, "cuda")
@@ -110,7 +97,7 @@ def _bwd_case(shape: Shape, dtype: torch.dtype, torch_fn: Callable, compiled_fn:
     dy = random_tensor((M, N), dtype, "cuda")
     stats = ours_fwd(x, *params)[1:]
     leaves = tuple(t.detach().requires_grad_() for t in (x, *params))
-    stream = _graph_stream()
+    stream = graph_stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         y_torch, y_compiled = torch_fn(*leaves), compiled_fn(*leaves)

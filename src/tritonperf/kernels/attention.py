@@ -1,0 +1,831 @@
+"""Fused scaled-dot-product attention, forward and backward: the fused-attention lesson's kernels.
+
+For one head, with queries ``Q``, keys ``K`` and values ``V`` of shape ``(N, D)``,
+``O = softmax(Q Kᵀ · sm_scale) V``; causal attention lets query ``i`` see keys ``0 … i`` only.
+Written out, that is two matmuls around a row softmax of an ``N × N`` score matrix: ``4·N²·D``
+operations against ``4·N·D`` elements moved (``N / 2`` operations a byte in half precision), so a
+kernel that never writes the scores to memory is compute-bound once ``N`` passes a few hundred,
+and one that does is bound by moving ``N²`` scores.
+
+The forward kernel (FlashAttention's scheme) gives each program a block of ``BLOCK_M`` query rows
+of one head and streams the keys and values past it in blocks of ``BLOCK_N``. It keeps, per row,
+the running maximum of the scores and the running sum of their exponentials (both float32), and an
+output accumulator; when a new block raises a row's maximum, the sum and the accumulator are
+rescaled once for the whole block (online softmax). Scores live only in registers. ``exp2`` is
+used instead of ``exp`` (one instruction on the GPU instead of a multiply and one), with
+``log2(e)`` folded into the score scale. The log-sum-exp of every row (float32, ``(B, H, N)``) is
+written for the backward pass. For causal attention, blocks above the diagonal are never visited
+and only the blocks on it are masked.
+
+The backward pass recomputes the probabilities ``P = exp(S - lse)`` from ``Q``, ``K`` and the
+saved log-sum-exp instead of storing them, in three kernels:
+
+* :func:`attention_bwd_preprocess_kernel`: ``delta = rowsum(dO ∘ O)`` (float32), the term that
+  the softmax's gradient subtracts from every row: ``dS = P ∘ (dP − delta)`` with ``dP = dO Vᵀ``;
+* :func:`attention_bwd_dkdv_kernel`: each program owns a block of key/value rows and loops over
+  the query blocks that see it, accumulating ``dV = Pᵀ dO`` and ``dK = dSᵀ Q · sm_scale``;
+* :func:`attention_bwd_dq_kernel`: each program owns a block of query rows and loops over the
+  key/value blocks, accumulating ``dQ = dS K · sm_scale``.
+
+Splitting ``dQ`` off costs two extra matmuls (recomputing ``S`` and ``dP``) but needs no atomic
+additions: every program writes only the rows it owns, so results do not depend on timing.
+
+Grouped-query attention: ``k`` and ``v`` may have fewer heads than ``q`` (``H_q = G · H_kv``),
+query head ``h`` reading key/value head ``h // G``. Each dK/dV program then loops over the ``G``
+query heads of its group, so it sums their contributions itself, again without atomics.
+
+Launch configurations come from a small hand-written table (:data:`FWD_CONFIGS`,
+:data:`BWD_DKDV_CONFIGS`, :data:`BWD_DQ_CONFIGS`) keyed by head dim, causality and dtype; the
+kernels are not autotuned. In interpreter mode every launch uses small blocks
+(:data:`INTERPRETER_CONFIGS`), so that small test shapes still span several blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import runtime, validation
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
+HEAD_DIMS = (16, 32, 64, 128, 256)
+Direction = Literal["fwd", "bwd"]
+Kernel = Literal["fwd", "bwd_dkdv", "bwd_dq"]
+
+LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
+LN2 = 0.6931471805599453  # ln(2): turns a base-2 logarithm into a natural one
+
+
+# -- reference -----------------------------------------------------------------------------------
+def attention_reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """What :func:`attention` computes, in float64 with plain torch: ``softmax(Q Kᵀ · sm_scale) V``.
+
+    Materializes every ``N × N`` score matrix: meant for checking results at small sizes. Causal
+    masking lets query ``i`` see keys ``0 … i``. ``k`` and ``v`` may have fewer heads than ``q``
+    (grouped-query attention): each is repeated over its group of query heads. Differentiable, so
+    ``torch.autograd.grad`` of it gives reference gradients. Returns float64.
+    """
+    d = q.shape[-1]
+    scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
+    group = q.shape[1] // k.shape[1]
+    k64 = k.double().repeat_interleave(group, dim=1)
+    v64 = v.double().repeat_interleave(group, dim=1)
+    scores = torch.matmul(q.double(), k64.transpose(-2, -1)) * scale
+    if causal:
+        n = q.shape[2]
+        above = torch.ones((n, n), dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(above, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v64)
+
+
+def attention_lse_reference(
+    q: torch.Tensor, k: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """The natural log-sum-exp of every row of scaled scores, ``(B, H, N)`` in float64: what the forward saves."""
+    d = q.shape[-1]
+    scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
+    k64 = k.double().repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+    scores = torch.matmul(q.double(), k64.transpose(-2, -1)) * scale
+    if causal:
+        n = q.shape[2]
+        scores = scores.masked_fill(torch.ones((n, n), dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.logsumexp(scores, dim=-1)
+
+
+# -- forward kernel ------------------------------------------------------------------------------
+@triton.jit
+def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
+                stride_kn, stride_kk, stride_vn, stride_vk,
+                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr):
+    # Key/value blocks [start, end) for one block of queries, folded into the running state
+    # (acc, l_i, m_i). The masks are compile-time switches: most blocks need none, and leaving
+    # the comparisons and selects out of them keeps the inner loop to two matmuls and the softmax.
+    # CAUSAL_MASK hides keys to the right of each query (blocks on the diagonal); SEQ_MASK hides keys
+    # past the end of the sequence (the last, partial block).
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    k_ptrs = k_base + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
+    v_ptrs = v_base + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
+    for start_n in tl.range(start, end, BLOCK_N):
+        cols = start_n + offs_n
+        if SEQ_MASK:
+            k = tl.load(k_ptrs, mask=(cols < N)[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+        qk = tl.dot(q, tl.trans(k))  # float32 scores, not yet scaled
+        if CAUSAL_MASK or SEQ_MASK:
+            keep = tl.full([BLOCK_N], 1, tl.int1)[None, :]
+            if CAUSAL_MASK:
+                keep = keep & (cols[None, :] <= rows[:, None])
+            if SEQ_MASK:
+                keep = keep & (cols < N)[None, :]
+            qk = tl.where(keep, qk, float("-inf"))
+        # Every row has at least one visible key by now (key 0, or its own position on the diagonal),
+        # so m_new is finite and no -inf - -inf appears. sm_scale > 0, so the scaled maximum is the
+        # maximum of the scaled scores; the launcher enforces that.
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.exp2(qk * qk_scale - m_new[:, None])  # one fused multiply-add per score, then exp2
+        alpha = tl.exp2(m_i - m_new)  # how much the old maximum overstated the new one: 0 on the first block
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if SEQ_MASK:
+            v = tl.load(v_ptrs, mask=(cols < N)[:, None], other=0.0)
+        else:
+            v = tl.load(v_ptrs)
+        # The accumulator is rescaled once per block, then the block's contribution added in the MMA.
+        # P goes into the second matmul in the inputs' dtype, as the Tensor Cores need.
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+        k_ptrs += BLOCK_N * stride_kn
+        v_ptrs += BLOCK_N * stride_vn
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attention_fwd_kernel(
+    q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
+    stride_qz, stride_qh, stride_qm, stride_qk,
+    stride_kz, stride_kh, stride_kn, stride_kk,
+    stride_vz, stride_vh, stride_vn, stride_vk,
+    stride_oz, stride_oh, stride_om, stride_ok,
+    H, N, GROUP, qk_scale,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, IS_CAUSAL: tl.constexpr,
+):
+    # Program (i, z * H + h) computes query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h of batch z.
+    # The base offsets of a head are 64-bit (B * H * N * D can pass 2**31); offsets within one head
+    # stay 32-bit, which the launcher checks, so the per-element address arithmetic stays cheap.
+    start_m = tl.program_id(0)
+    if IS_CAUSAL:
+        # Causal work grows with the block's row: launch the longest programs first, so that the short
+        # ones fill the gaps at the end of the grid instead of the long ones running on alone.
+        start_m = tl.num_programs(0) - 1 - start_m
+    zh = tl.program_id(1)
+    z = (zh // H).to(tl.int64)
+    h = (zh % H).to(tl.int64)
+    h_kv = h // GROUP  # grouped-query attention: GROUP query heads share one key/value head
+    q_base = q_ptr + z * stride_qz + h * stride_qh
+    k_base = k_ptr + z * stride_kz + h_kv * stride_kh
+    v_base = v_ptr + z * stride_vz + h_kv * stride_vh
+    o_base = o_ptr + z * stride_oz + h * stride_oh
+
+    m0 = start_m * BLOCK_M
+    rows = m0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = rows < N
+    q = tl.load(q_base + rows[:, None] * stride_qm + offs_d[None, :] * stride_qk, mask=row_ok[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running maximum of the scaled scores (base 2)
+    l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(score - m_i)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)  # running sum of exp2(score - m_i) * v
+    if IS_CAUSAL:
+        # Blocks left of the diagonal are seen whole by every row: no mask. BLOCK_M is a multiple of
+        # BLOCK_N, so they end exactly at m0. Then the diagonal band [m0, m0 + BLOCK_M), masked; the
+        # blocks right of it are never loaded.
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, 0, m0, N, qk_scale,
+                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, m0, tl.minimum(m0 + BLOCK_M, N), N,
+                                    qk_scale, stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, True, True)
+    else:
+        # Whole blocks unmasked, then the partial last block (a loop of zero or one iteration).
+        n_whole = N - N % BLOCK_N
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, 0, n_whole, N, qk_scale,
+                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, n_whole, N, N, qk_scale,
+                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, True)
+
+    # l_i >= 1 in every row (the maximum's own term is exp2(0)), so the division is safe.
+    acc = acc / l_i[:, None]
+    o_ptrs = o_base + rows[:, None] * stride_om + offs_d[None, :] * stride_ok
+    tl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
+    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453  # natural log-sum-exp of the scaled scores (ln 2 = 0.693...)
+    tl.store(lse_ptr + zh.to(tl.int64) * N + rows, lse, mask=row_ok)
+
+
+# -- backward kernels ----------------------------------------------------------------------------
+@triton.jit
+def attention_bwd_preprocess_kernel(
+    o_ptr, do_ptr, delta_ptr,
+    stride_oz, stride_oh, stride_om, stride_ok,
+    stride_doz, stride_doh, stride_dom, stride_dok,
+    H, N,
+    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
+):
+    # delta = rowsum(dO * O), float32, one value per query row: the same for every key, so it is
+    # computed once here instead of once per key block in both gradient kernels.
+    start_m = tl.program_id(0)
+    zh = tl.program_id(1)
+    z = (zh // H).to(tl.int64)
+    h = (zh % H).to(tl.int64)
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = (rows < N)[:, None]
+    o = tl.load(o_ptr + z * stride_oz + h * stride_oh + rows[:, None] * stride_om + offs_d[None, :] * stride_ok,
+                mask=row_ok, other=0.0)
+    do = tl.load(do_ptr + z * stride_doz + h * stride_doh + rows[:, None] * stride_dom + offs_d[None, :] * stride_dok,
+                 mask=row_ok, other=0.0)
+    delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)
+    tl.store(delta_ptr + zh.to(tl.int64) * N + rows, delta, mask=rows < N)
+
+
+@triton.jit
+def _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_row, delta_row, cols, start, end, N, qk_scale,
+                 stride_qm, stride_qk, stride_dom, stride_dok,
+                 BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr):
+    # Query blocks [start, end) of one query head, seen by this program's key/value rows `cols`.
+    # Everything is computed transposed (keys along rows): dK and dV accumulate along the key rows
+    # this program owns. CAUSAL_MASK hides queries before each key; SEQ_MASK hides query rows past N.
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = q_base + (start + offs_m)[:, None] * stride_qm + offs_d[None, :] * stride_qk
+    do_ptrs = do_base + (start + offs_m)[:, None] * stride_dom + offs_d[None, :] * stride_dok
+    for start_m in tl.range(start, end, BLOCK_M):
+        rows = start_m + offs_m
+        if SEQ_MASK:
+            row_ok = rows < N
+            q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
+            do = tl.load(do_ptrs, mask=row_ok[:, None], other=0.0)
+            lse = tl.load(lse_row + rows, mask=row_ok, other=0.0)
+            delta = tl.load(delta_row + rows, mask=row_ok, other=0.0)
+        else:
+            q = tl.load(q_ptrs)
+            do = tl.load(do_ptrs)
+            lse = tl.load(lse_row + rows)
+            delta = tl.load(delta_row + rows)
+        # Pᵀ recomputed from the scores and the saved log-sum-exp (turned to base 2), never stored.
+        # Hidden entries get exponent -inf, so exp2 gives 0 for them without ever overflowing.
+        x_t = tl.dot(k, tl.trans(q)) * qk_scale - (lse * 1.4426950408889634)[None, :]
+        if CAUSAL_MASK or SEQ_MASK:
+            keep = tl.full([BLOCK_M], 1, tl.int1)[None, :]
+            if CAUSAL_MASK:
+                keep = keep & (rows[None, :] >= cols[:, None])
+            if SEQ_MASK:
+                keep = keep & (rows < N)[None, :]
+            x_t = tl.where(keep, x_t, float("-inf"))
+        p_t = tl.exp2(x_t)
+        dv = tl.dot(p_t.to(do.dtype), do, dv)  # dV += Pᵀ dO
+        dp_t = tl.dot(v, tl.trans(do))  # dPᵀ = V dOᵀ
+        ds_t = p_t * (dp_t - delta[None, :])  # dSᵀ, without sm_scale (applied once, at the end)
+        dk = tl.dot(ds_t.to(q.dtype), q, dk)  # dK += dSᵀ Q
+        q_ptrs += BLOCK_M * stride_qm
+        do_ptrs += BLOCK_M * stride_dom
+    return dk, dv
+
+
+@triton.jit
+def attention_bwd_dkdv_kernel(
+    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+    stride_qz, stride_qh, stride_qm, stride_qk,
+    stride_kz, stride_kh, stride_kn, stride_kk,
+    stride_vz, stride_vh, stride_vn, stride_vk,
+    stride_doz, stride_doh, stride_dom, stride_dok,
+    stride_dkz, stride_dkh, stride_dkn, stride_dkk,
+    stride_dvz, stride_dvh, stride_dvn, stride_dvk,
+    H, N, GROUP, sm_scale, qk_scale,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, IS_CAUSAL: tl.constexpr,
+):
+    # Program (j, z * H_kv + h_kv) owns key/value rows [j * BLOCK_N, (j + 1) * BLOCK_N) of key/value
+    # head h_kv: it keeps their K and V in registers, dK and dV in float32 accumulators, and walks
+    # the query blocks of the GROUP query heads that read this key/value head. Causal work shrinks
+    # as j grows, so the longest programs are already the first launched.
+    start_n = tl.program_id(0)
+    zh_kv = tl.program_id(1)
+    h_kvs = H // GROUP
+    z = (zh_kv // h_kvs).to(tl.int64)
+    h_kv = (zh_kv % h_kvs).to(tl.int64)
+    n0 = start_n * BLOCK_N
+    cols = n0 + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    col_ok = (cols < N)[:, None]
+    k = tl.load(k_ptr + z * stride_kz + h_kv * stride_kh + cols[:, None] * stride_kn + offs_d[None, :] * stride_kk,
+                mask=col_ok, other=0.0)
+    v = tl.load(v_ptr + z * stride_vz + h_kv * stride_vh + cols[:, None] * stride_vn + offs_d[None, :] * stride_vk,
+                mask=col_ok, other=0.0)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+
+    m_whole = N - N % BLOCK_M  # query blocks before this need no sequence mask
+    for g in range(0, GROUP):
+        h = h_kv * GROUP + g
+        q_base = q_ptr + z * stride_qz + h * stride_qh
+        do_base = do_ptr + z * stride_doz + h * stride_doh
+        lse_row = lse_ptr + (z * H + h) * N
+        delta_row = delta_ptr + (z * H + h) * N
+        lo = 0
+        if IS_CAUSAL:
+            # Query blocks before n0 see none of these keys: skipped. The diagonal band
+            # [n0, n0 + BLOCK_N) (whole query blocks: BLOCK_N is a multiple of BLOCK_M) is masked;
+            # every query block below it sees all of these keys.
+            dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_row, delta_row, cols, n0,
+                                  tl.minimum(n0 + BLOCK_N, N), N, qk_scale, stride_qm, stride_qk, stride_dom, stride_dok,
+                                  BLOCK_M, HEAD_DIM, True, True)
+            lo = n0 + BLOCK_N
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_row, delta_row, cols, lo, m_whole, N, qk_scale,
+                              stride_qm, stride_qk, stride_dom, stride_dok, BLOCK_M, HEAD_DIM, False, False)
+        dk, dv = _dkdv_blocks(dk, dv, k, v, q_base, do_base, lse_row, delta_row, cols, tl.maximum(lo, m_whole), N, N,
+                              qk_scale, stride_qm, stride_qk, stride_dom, stride_dok, BLOCK_M, HEAD_DIM, False, True)
+
+    dk = dk * sm_scale  # S = sm_scale · Q Kᵀ: the scale's factor in dK, applied once
+    dk_ptrs = dk_ptr + z * stride_dkz + h_kv * stride_dkh + cols[:, None] * stride_dkn + offs_d[None, :] * stride_dkk
+    dv_ptrs = dv_ptr + z * stride_dvz + h_kv * stride_dvh + cols[:, None] * stride_dvn + offs_d[None, :] * stride_dvk
+    tl.store(dk_ptrs, dk.to(dk_ptr.dtype.element_ty), mask=col_ok)
+    tl.store(dv_ptrs, dv.to(dv_ptr.dtype.element_ty), mask=col_ok)
+
+
+@triton.jit
+def _dq_blocks(dq, q, do, lse2, delta, k_base, v_base, rows, start, end, N, qk_scale,
+               stride_kn, stride_kk, stride_vn, stride_vk,
+               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr):
+    # Key/value blocks [start, end) for one block of query rows: dQ += dS K, masks as in _fwd_blocks.
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    k_ptrs = k_base + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
+    v_ptrs = v_base + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
+    for start_n in tl.range(start, end, BLOCK_N):
+        cols = start_n + offs_n
+        if SEQ_MASK:
+            k = tl.load(k_ptrs, mask=(cols < N)[:, None], other=0.0)
+            v = tl.load(v_ptrs, mask=(cols < N)[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+            v = tl.load(v_ptrs)
+        x = tl.dot(q, tl.trans(k)) * qk_scale - lse2[:, None]
+        if CAUSAL_MASK or SEQ_MASK:
+            keep = tl.full([BLOCK_N], 1, tl.int1)[None, :]
+            if CAUSAL_MASK:
+                keep = keep & (cols[None, :] <= rows[:, None])
+            if SEQ_MASK:
+                keep = keep & (cols < N)[None, :]
+            x = tl.where(keep, x, float("-inf"))
+        p = tl.exp2(x)
+        dp = tl.dot(do, tl.trans(v))
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq)
+        k_ptrs += BLOCK_N * stride_kn
+        v_ptrs += BLOCK_N * stride_vn
+    return dq
+
+
+@triton.jit
+def attention_bwd_dq_kernel(
+    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+    stride_qz, stride_qh, stride_qm, stride_qk,
+    stride_kz, stride_kh, stride_kn, stride_kk,
+    stride_vz, stride_vh, stride_vn, stride_vk,
+    stride_doz, stride_doh, stride_dom, stride_dok,
+    stride_dqz, stride_dqh, stride_dqm, stride_dqk,
+    H, N, GROUP, sm_scale, qk_scale,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, IS_CAUSAL: tl.constexpr,
+):
+    # Program (i, z * H + h) owns query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h and walks
+    # the key/value blocks as the forward kernel does, with the same causal skipping and order.
+    start_m = tl.program_id(0)
+    if IS_CAUSAL:
+        start_m = tl.num_programs(0) - 1 - start_m
+    zh = tl.program_id(1)
+    z = (zh // H).to(tl.int64)
+    h = (zh % H).to(tl.int64)
+    h_kv = h // GROUP
+    m0 = start_m * BLOCK_M
+    rows = m0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = rows < N
+    q = tl.load(q_ptr + z * stride_qz + h * stride_qh + rows[:, None] * stride_qm + offs_d[None, :] * stride_qk,
+                mask=row_ok[:, None], other=0.0)
+    do = tl.load(do_ptr + z * stride_doz + h * stride_doh + rows[:, None] * stride_dom + offs_d[None, :] * stride_dok,
+                 mask=row_ok[:, None], other=0.0)
+    lse2 = tl.load(lse_ptr + zh.to(tl.int64) * N + rows, mask=row_ok, other=0.0) * 1.4426950408889634
+    delta = tl.load(delta_ptr + zh.to(tl.int64) * N + rows, mask=row_ok, other=0.0)
+    k_base = k_ptr + z * stride_kz + h_kv * stride_kh
+    v_base = v_ptr + z * stride_vz + h_kv * stride_vh
+
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    if IS_CAUSAL:
+        dq = _dq_blocks(dq, q, do, lse2, delta, k_base, v_base, rows, 0, m0, N, qk_scale,
+                        stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False)
+        dq = _dq_blocks(dq, q, do, lse2, delta, k_base, v_base, rows, m0, tl.minimum(m0 + BLOCK_M, N), N, qk_scale,
+                        stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, True, True)
+    else:
+        n_whole = N - N % BLOCK_N
+        dq = _dq_blocks(dq, q, do, lse2, delta, k_base, v_base, rows, 0, n_whole, N, qk_scale,
+                        stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False)
+        dq = _dq_blocks(dq, q, do, lse2, delta, k_base, v_base, rows, n_whole, N, N, qk_scale,
+                        stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, True)
+    dq = dq * sm_scale
+    dq_ptrs = dq_ptr + z * stride_dqz + h * stride_dqh + rows[:, None] * stride_dqm + offs_d[None, :] * stride_dqk
+    tl.store(dq_ptrs, dq.to(dq_ptr.dtype.element_ty), mask=row_ok[:, None])
+
+
+# -- configurations ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttentionConfig:
+    """How one attention kernel is launched.
+
+    Attributes:
+        block_m: query rows per block (per program for the forward and dQ kernels).
+        block_n: key/value rows per block (per program for the dK/dV kernel). The block owned by a
+            program is a multiple of the block it loops over, so that the causal diagonal band
+            is made of whole blocks.
+        num_warps: warps per program.
+        num_stages: software-pipelining depth of the loop over blocks.
+    """
+
+    block_m: int
+    block_n: int
+    num_warps: int
+    num_stages: int
+
+
+# Hand-picked for Hopper (sm_90) and not yet timed on a GPU. Each entry was compiled for sm_90 with
+# triton 3.9 (tritonperf.asm.compile_for_hopper) and kept only if ptxas spilled no registers (no
+# stack frame, no local loads or stores); the block shapes follow the usual FlashAttention choices,
+# and where several fitted, the one with the fewest registers was taken. Without pointer-free loads
+# (tensor descriptors) the kernels run close to the 255-register limit: for example the forward at
+# D = 128 with 128 x 128 blocks spills, with 128 x 64 blocks it does not (230 registers in 8 warps).
+# Causal and non-causal attention, fp16 and bf16 share entries (the same loop body, the same element
+# size); they are in the key so that an entry can differ once measurements say so.
+_FWD_TILES = {
+    16: AttentionConfig(128, 64, 4, 3),
+    32: AttentionConfig(128, 64, 4, 3),
+    64: AttentionConfig(128, 64, 8, 3),
+    128: AttentionConfig(128, 64, 8, 3),
+    256: AttentionConfig(64, 32, 4, 2),
+}
+# Backward, dK/dV: a program owns block_n key rows and loops over block_m query rows. Its two float32
+# accumulators (block_n x D each) and K and V held in registers leave little room: at D = 128, of the
+# shapes tried with 128 key rows, only 16-row query blocks in 2 stages did not spill in the causal
+# kernel, and at D = 256 only 32 key rows did (too few for wgmma's 64-row tiles: these compile to
+# mma.sync). dQ: a program owns block_m query rows and loops over block_n key rows.
+_DKDV_TILES = {
+    16: AttentionConfig(32, 128, 8, 3),
+    32: AttentionConfig(32, 128, 8, 3),
+    64: AttentionConfig(32, 128, 8, 3),
+    128: AttentionConfig(16, 128, 8, 2),
+    256: AttentionConfig(16, 32, 8, 2),
+}
+_DQ_TILES = {
+    16: AttentionConfig(128, 32, 8, 3),
+    32: AttentionConfig(128, 32, 8, 3),
+    64: AttentionConfig(128, 32, 8, 3),
+    128: AttentionConfig(128, 32, 8, 3),
+    256: AttentionConfig(64, 16, 4, 2),
+}
+FWD_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
+    (d, causal, dtype): cfg for d, cfg in _FWD_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
+}
+BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
+    (d, causal, dtype): cfg for d, cfg in _DKDV_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
+}
+BWD_DQ_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
+    (d, causal, dtype): cfg for d, cfg in _DQ_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
+}
+# Interpreter mode: small blocks, so that the tests' sequences of 17 … 100 span several blocks and the
+# causal diagonal band spans two of the inner blocks.
+INTERPRETER_CONFIGS: dict[Kernel, AttentionConfig] = {
+    "fwd": AttentionConfig(32, 16, 4, 1),
+    "bwd_dkdv": AttentionConfig(16, 32, 4, 1),
+    "bwd_dq": AttentionConfig(32, 16, 4, 1),
+}
+_TABLES = {"fwd": FWD_CONFIGS, "bwd_dkdv": BWD_DKDV_CONFIGS, "bwd_dq": BWD_DQ_CONFIGS}
+# delta's kernel streams O and dO once: blocks of this many elements of each, 8 warps (32 a thread).
+PREPROCESS_ELEMENTS, PREPROCESS_WARPS = 8192, 8
+_INT32_LIMIT = 2**31 - 1
+_MAX_PROGRAMS_AXIS_1 = 65535  # CUDA's limit on the grid's second dimension
+
+
+def attention_config(head_dim: int, causal: bool, dtype: torch.dtype, kernel: Kernel = "fwd") -> AttentionConfig:
+    """The launch configuration of one attention kernel: ``"fwd"``, ``"bwd_dkdv"`` or ``"bwd_dq"``.
+
+    From :data:`INTERPRETER_CONFIGS` in interpreter mode, else from the table of that kernel.
+    """
+    if kernel not in _TABLES:
+        raise ValueError(f"kernel must be one of {', '.join(_TABLES)}; got {kernel!r}")
+    if runtime.is_interpreter():
+        return INTERPRETER_CONFIGS[kernel]
+    key = (head_dim, bool(causal), dtype)
+    if key not in _TABLES[kernel]:
+        raise ValueError(f"no {kernel} configuration for head_dim {head_dim}, causal={causal}, dtype {dtype}")
+    return _TABLES[kernel][key]
+
+
+# -- launchers -----------------------------------------------------------------------------------
+def _check_4d(name: str, t: object) -> torch.Tensor:
+    validation.check_tensor(name, t)
+    if t.dim() != 4:
+        raise ValueError(f"{name} must be 4-D (batch, heads, seq_len, head_dim), got shape {tuple(t.shape)}")
+    if t.layout != torch.strided:
+        raise ValueError(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
+    validation.check_dtype(name, t, SUPPORTED_DTYPES)
+    return t
+
+
+def _check_qkv(q: object, k: object, v: object, causal: object, sm_scale: object) -> tuple[torch.device, float]:
+    """Validate the forward's inputs; return the device and the softmax scale to use."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_4d(name, t)
+    device = validation.check_device(q=q, k=k, v=v)
+    validation.check_same("dtype", q=q, k=k, v=v)
+    validation.check_same("shape", k=k, v=v)
+    (b, h, n, d), (b_kv, h_kv, n_kv, d_kv) = q.shape, k.shape
+    if b_kv != b:
+        raise ValueError(f"batch sizes differ: q has {b}, k and v have {b_kv}")
+    if n_kv != n:
+        raise ValueError(f"sequence lengths differ: q has N = {n}, k and v have {n_kv}; "
+                         "queries and keys of different lengths are not supported")
+    if d_kv != d:
+        raise ValueError(f"head dims differ: q has D = {d}, k and v have D = {d_kv}")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"head_dim D = {d} is not supported; supported: {', '.join(map(str, HEAD_DIMS))}")
+    if (h_kv == 0 and h != 0) or (h_kv != 0 and h % h_kv != 0):
+        raise ValueError(f"q's {h} heads are not a multiple of k and v's {h_kv} heads "
+                         "(grouped-query attention needs H_q = G · H_kv)")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(d)
+    if isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float)) or not math.isfinite(sm_scale) or sm_scale <= 0:
+        raise ValueError(f"sm_scale must be a finite number > 0, got {sm_scale!r}")
+    if b * h > _MAX_PROGRAMS_AXIS_1:
+        raise ValueError(f"at most {_MAX_PROGRAMS_AXIS_1} (batch × heads) pairs are supported, got {b} × {h} = {b * h}")
+    return device, float(sm_scale)
+
+
+def _check_head_offsets(**tensors: torch.Tensor) -> None:
+    """Offsets within one head are 32-bit in the kernels: refuse layouts whose heads span more."""
+    for name, t in tensors.items():
+        n, d = t.shape[2], t.shape[3]
+        if n and d and (n - 1) * abs(t.stride(2)) + (d - 1) * abs(t.stride(3)) > _INT32_LIMIT:
+            raise ValueError(f"{name}'s heads span more than 2**31 elements (shape {tuple(t.shape)}, strides "
+                             f"{tuple(t.stride())}); this is not supported")
+
+
+def _strides(t: torch.Tensor) -> tuple[int, int, int, int]:
+    return t.stride(0), t.stride(1), t.stride(2), t.stride(3)
+
+
+def _check_knobs(**knobs: int | None) -> None:
+    for name in ("block_m", "block_n"):
+        value = knobs[name]
+        if value is not None and (not isinstance(value, int) or value < 16 or value & (value - 1) or value > 256):
+            raise ValueError(f"{name} must be a power of two between 16 and 256, got {value!r}")
+    warps = knobs["num_warps"]
+    if warps is not None and (not isinstance(warps, int) or warps < 1 or warps & (warps - 1) or warps > 16):
+        raise ValueError(f"num_warps must be a power of two between 1 and 16, got {warps!r}")
+    stages = knobs["num_stages"]
+    if stages is not None and (isinstance(stages, bool) or not isinstance(stages, int) or stages < 1):
+        raise ValueError(f"num_stages must be a positive integer, got {stages!r}")
+
+
+def _fwd_config(d: int, causal: bool, dtype: torch.dtype, knobs: dict) -> AttentionConfig:
+    base = attention_config(d, causal, dtype, "fwd")
+    cfg = AttentionConfig(knobs.get("block_m") or base.block_m, knobs.get("block_n") or base.block_n,
+                          knobs.get("num_warps") or base.num_warps, knobs.get("num_stages") or base.num_stages)
+    if cfg.block_m % cfg.block_n:
+        # The causal loops split at m0 = program * block_m, which must be a block boundary of the keys.
+        raise ValueError(f"block_m ({cfg.block_m}) must be a multiple of block_n ({cfg.block_n})")
+    return cfg
+
+
+def _forward(q, k, v, causal, sm_scale, out, knobs) -> tuple[torch.Tensor, torch.Tensor]:
+    b, h, n, d = q.shape
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device) if out is None else out
+    lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    if o.numel() == 0:
+        return o, lse
+    _check_head_offsets(q=q, k=k, v=v)
+    cfg = _fwd_config(d, causal, q.dtype, knobs)
+    grid = (triton.cdiv(n, cfg.block_m), b * h)
+    attention_fwd_kernel[grid](
+        q, k, v, o, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
+        h, n, h // k.shape[1], sm_scale * LOG2E,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, IS_CAUSAL=causal,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return o, lse
+
+
+def _backward(do, q, k, v, o, lse, causal, sm_scale, dq=None, dk=None, dv=None):
+    b, h, n, d = q.shape
+    h_kv = k.shape[1]
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device) if dq is None else dq
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device) if dk is None else dk
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device) if dv is None else dv
+    if q.numel() == 0:
+        return dq, dk, dv
+    _check_head_offsets(q=q, k=k, v=v, o=o, do=do)
+    group = h // h_kv
+    delta = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    block = 32 if runtime.is_interpreter() else PREPROCESS_ELEMENTS // d
+    attention_bwd_preprocess_kernel[(triton.cdiv(n, block), b * h)](
+        o, do, delta, *_strides(o), *_strides(do), h, n, BLOCK_M=block, HEAD_DIM=d, num_warps=PREPROCESS_WARPS,
+    )
+    common = (h, n, group, sm_scale, sm_scale * LOG2E)
+    kv = attention_config(d, causal, q.dtype, "bwd_dkdv")
+    attention_bwd_dkdv_kernel[(triton.cdiv(n, kv.block_n), b * h_kv)](
+        q, k, v, do, lse, delta, dk, dv,
+        *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dk), *_strides(dv), *common,
+        BLOCK_M=kv.block_m, BLOCK_N=kv.block_n, HEAD_DIM=d, IS_CAUSAL=causal,
+        num_warps=kv.num_warps, num_stages=kv.num_stages,
+    )
+    qc = attention_config(d, causal, q.dtype, "bwd_dq")
+    attention_bwd_dq_kernel[(triton.cdiv(n, qc.block_m), b * h)](
+        q, k, v, do, lse, delta, dq,
+        *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq), *common,
+        BLOCK_M=qc.block_m, BLOCK_N=qc.block_n, HEAD_DIM=d, IS_CAUSAL=causal,
+        num_warps=qc.num_warps, num_stages=qc.num_stages,
+    )
+    return dq, dk, dv
+
+
+def attention_fwd(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    causal: bool = False,
+    sm_scale: float | None = None,
+    *,
+    out: torch.Tensor | None = None,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The attention forward pass, with the log-sum-exp the backward pass needs. No autograd.
+
+    Args:
+        q: queries ``(B, H, N, D)``, float16 or bfloat16, on a CUDA device (or the CPU in
+            interpreter mode). ``D`` is 16, 32, 64, 128 or 256. Any strides: a ``(B, N, H, D)``
+            tensor transposed to ``(B, H, N, D)`` is read in place (fastest with ``D`` contiguous).
+        k, v: keys and values ``(B, H_kv, N, D)``, same dtype and device; ``H`` must be a multiple
+            of ``H_kv`` (grouped-query attention; ``H_kv = H`` for ordinary multi-head attention).
+        causal: query ``i`` sees keys ``0 … i`` only.
+        sm_scale: the factor applied to ``Q Kᵀ`` before the softmax, ``> 0``; default ``1 / sqrt(D)``.
+        out: optional contiguous tensor of ``q``'s shape and dtype to write the output into.
+        block_m, block_n, num_warps, num_stages: pin the forward kernel's launch instead of taking
+            :func:`attention_config`'s (any one given replaces that value only). ``block_m`` must
+            be a multiple of ``block_n``.
+
+    Returns:
+        ``(o, lse)``: ``o`` of ``q``'s shape and dtype, and ``lse``, float32 ``(B, H, N)``, the
+        natural log-sum-exp of every row of scaled scores.
+
+    Raises:
+        TypeError: a non-tensor argument, an unsupported dtype, or a non-bool ``causal``.
+        ValueError: a wrong rank, mismatched shapes, dtypes or devices, an unsupported head dim,
+            heads that do not group, a bad ``sm_scale``, ``out`` or knob.
+    """
+    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale)
+    knobs = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
+    _check_knobs(**knobs)
+    if out is not None:
+        validation.check_out("out", out, "q", q)
+    return _forward(q, k, v, causal, sm_scale, out, knobs)
+
+
+def attention_bwd(
+    do: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    o: torch.Tensor,
+    lse: torch.Tensor,
+    causal: bool = False,
+    sm_scale: float | None = None,
+    *,
+    dq: torch.Tensor | None = None,
+    dk: torch.Tensor | None = None,
+    dv: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The attention backward pass: ``(dq, dk, dv)`` from the output's gradient and the forward's results.
+
+    Args:
+        do: the gradient of the loss with respect to ``o``: ``q``'s shape and dtype, any strides
+            (a broadcast gradient of stride 0 is read in place).
+        q, k, v, causal, sm_scale: the forward's inputs, as for :func:`attention_fwd`.
+        o, lse: the forward's output and log-sum-exp (:func:`attention_fwd`).
+        dq, dk, dv: optional contiguous tensors of ``q``'s, ``k``'s and ``v``'s shape and dtype to
+            write the gradients into.
+
+    Returns:
+        ``(dq, dk, dv)`` in the shapes and dtype of ``q``, ``k`` and ``v``. With grouped-query
+        attention, ``dk`` and ``dv`` sum the contributions of every query head of a group.
+
+    Raises:
+        TypeError: as :func:`attention_fwd`, and for ``lse`` not in float32.
+        ValueError: as :func:`attention_fwd`, and for ``do``, ``o``, ``lse`` or an output of the
+            wrong shape, dtype or device.
+    """
+    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale)
+    _check_4d("do", do)
+    _check_4d("o", o)
+    validation.check_device(q=q, do=do, o=o)
+    validation.check_same("dtype", q=q, do=do, o=o)
+    validation.check_same("shape", q=q, do=do, o=o)
+    validation.check_tensor("lse", lse)
+    validation.check_device(q=q, lse=lse)
+    validation.check_dtype("lse", lse, (torch.float32,))
+    if tuple(lse.shape) != tuple(q.shape[:3]):
+        raise ValueError(f"lse must have shape (B, H, N) = {tuple(q.shape[:3])}, got {tuple(lse.shape)}")
+    validation.check_contiguous(lse=lse)
+    for name, out, like_name, like in (("dq", dq, "q", q), ("dk", dk, "k", k), ("dv", dv, "v", v)):
+        if out is not None:
+            validation.check_out(name, out, like_name, like)
+    return _backward(do, q, k, v, o, lse, causal, sm_scale, dq, dk, dv)
+
+
+# -- autograd ------------------------------------------------------------------------------------
+class AttentionFunction(torch.autograd.Function):
+    """Attention with the Triton forward and backward; saves ``q``, ``k``, ``v``, ``o`` and the log-sum-exp."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, sm_scale):
+        o, lse = _forward(q, k, v, causal, sm_scale, None, {})
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal = causal
+        ctx.sm_scale = sm_scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = _backward(do, q, k, v, o, lse, ctx.causal, ctx.sm_scale)
+        return dq, dk, dv, None, None
+
+
+def attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """Scaled-dot-product attention ``softmax(Q Kᵀ · sm_scale) V`` in fused kernels, differentiable.
+
+    As ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=sm_scale, enable_gqa=True)`` for inputs of equal sequence lengths. The ``N × N`` scores
+    are never written to memory, forward or backward; the softmax runs in float32.
+
+    Args:
+        q: queries ``(B, H, N, D)``, float16 or bfloat16, on a CUDA device (or the CPU in
+            interpreter mode); ``D`` is 16, 32, 64, 128 or 256; any strides.
+        k, v: keys and values ``(B, H_kv, N, D)``, ``H`` a multiple of ``H_kv`` (grouped-query
+            attention; ``H_kv = H`` for ordinary multi-head attention); same dtype and device.
+        causal: query ``i`` sees keys ``0 … i`` only (the diagonal aligned top-left, as torch's ``is_causal``).
+        sm_scale: the factor applied to the scores, ``> 0``; default ``1 / sqrt(D)``.
+
+    Returns:
+        ``o``: a new contiguous tensor of ``q``'s shape and dtype. When any input requires a
+        gradient, the backward pass runs :func:`attention_bwd`'s kernels.
+
+    Raises:
+        TypeError: a non-tensor argument, an unsupported dtype, or a non-bool ``causal``.
+        ValueError: a wrong rank; mismatched batch sizes, sequence lengths, head dims, dtypes or
+            devices; an unsupported head dim; query heads that are not a multiple of key/value
+            heads; a bad ``sm_scale``; a CPU tensor outside interpreter mode.
+    """
+    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return AttentionFunction.apply(q, k, v, causal, sm_scale)
+    return _forward(q, k, v, causal, sm_scale, None, {})[0]
+
+
+# -- counts --------------------------------------------------------------------------------------
+def attention_flops(B: int, H: int, N: int, D: int, causal: bool = False, direction: Direction = "fwd") -> int:
+    """Floating-point operations of attention, by the usual convention.
+
+    Forward: two matmuls of ``2·N²·D`` each per head (``Q Kᵀ`` and ``P V``), ``4·B·H·N²·D``; the
+    softmax is not counted. Causal attention counts half of that (half the scores are needed).
+    Backward: 2.5 × the forward, five matmuls (``S = Q Kᵀ`` recomputed, ``dV = Pᵀ dO``,
+    ``dP = dO Vᵀ``, ``dK = dSᵀ Q``, ``dQ = dS K``); the extra recomputation a kernel makes (ours
+    recomputes ``S`` and ``dP`` a second time for ``dQ``) is not counted.
+    """
+    if direction not in ("fwd", "bwd"):
+        raise ValueError(f"direction must be 'fwd' or 'bwd', got {direction!r}")
+    forward = 4 * B * H * N * N * D // (2 if causal else 1)
+    return forward if direction == "fwd" else forward * 5 // 2
+
+
+def attention_bytes(
+    B: int, H: int, N: int, D: int, dtype: torch.dtype, direction: Direction = "fwd", *, kv_heads: int | None = None
+) -> int:
+    """Bytes a perfect kernel moves, each tensor read or written once.
+
+    Forward: ``q``, ``k`` and ``v`` read, ``o`` written. Backward: ``q``, ``k``, ``v``, ``o`` and
+    ``dO`` read, ``dq``, ``dk`` and ``dv`` written. ``k``, ``v`` and their gradients have
+    ``kv_heads`` heads (default ``H``). The float32 per-row statistics (log-sum-exp, delta: 4 bytes
+    a row against ``2·D`` for a row of ``q``) are not counted.
+    """
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    q_like = B * H * N * D * itemsize
+    kv_like = B * (H if kv_heads is None else kv_heads) * N * D * itemsize
+    if direction not in ("fwd", "bwd"):
+        raise ValueError(f"direction must be 'fwd' or 'bwd', got {direction!r}")
+    # Forward: q read, o written; k, v read. Backward: q, o, dO read, dq written; k, v read, dk, dv written.
+    return (2 * q_like + 2 * kv_like) if direction == "fwd" else (4 * q_like + 4 * kv_like)
+
+
+__all__ = [
+    "AttentionConfig", "AttentionFunction", "attention", "attention_bwd", "attention_bytes", "attention_config",
+    "attention_flops", "attention_fwd", "attention_lse_reference", "attention_reference",
+]

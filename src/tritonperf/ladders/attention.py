@@ -1,0 +1,74 @@
+"""The fused-attention lesson's steps, from attention written in torch to the package's kernel.
+
+Each step computes the forward pass ``softmax(Q Kᵀ · sm_scale) V`` and accepts what
+:func:`tritonperf.kernels.attention.attention_fwd` accepts (``(B, H, N, D)`` float16 or bfloat16
+tensors, causal or not, grouped-query heads), raising the same errors. They return the output
+only and have no backward pass; use :func:`tritonperf.kernels.attention.attention` for real work.
+
+* step 1, :func:`attention_naive`: what a torch user writes: the ``N × N`` score matrix of every
+  head is materialized, masked, softmaxed and multiplied by ``V``, each operation a pass over
+  memory. Its footprint grows with ``N²`` (:func:`naive_scores_bytes`): at 16 heads of
+  ``N = 16384`` one score matrix in float16 is 8 GiB per sequence.
+* step 2, :func:`attention_fused_one_config`: the fused online-softmax kernel, scores kept in
+  registers, launched with one fixed configuration (64 × 64 blocks, 4 warps, 2 stages) whatever
+  the head dim, causality or GPU.
+* step 3, :func:`attention_fused_tuned`: the same kernel with the blocks, warps and stages of
+  the configuration table (:data:`tritonperf.kernels.attention.FWD_CONFIGS`), picked per head
+  dim so that nothing spills. This is what :func:`tritonperf.kernels.attention.attention` runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..kernels.attention import _check_qkv, attention_fwd
+
+# Step 2's single launch configuration.
+STEP2_CONFIG = dict(block_m=64, block_n=64, num_warps=4, num_stages=2)
+
+
+def attention_naive(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """Step 1: attention in plain torch, the ``N × N`` scores materialized in memory.
+
+    The scores are computed in the inputs' dtype, the softmax in float32 (as torch's own
+    half-precision softmax accumulates), and the probabilities cast back for the second matmul.
+    Grouped key/value heads are repeated to the query heads first.
+    """
+    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale)
+    group = q.shape[1] // k.shape[1]
+    if group > 1:
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = torch.matmul(q, k.transpose(-2, -1)) * sm_scale
+    if causal:
+        n = q.shape[2]
+        scores = scores.masked_fill(torch.ones((n, n), dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    return torch.matmul(probs, v)
+
+
+def naive_scores_bytes(B: int, H: int, N: int, dtype: torch.dtype = torch.float16) -> int:
+    """Bytes of the score matrices step 1 materializes: ``B·H·N²`` elements of ``dtype``.
+
+    Step 1 holds more than this at its peak (the float32 softmax is twice as large again), but
+    this one tensor is what makes it impossible at long sequences.
+    """
+    return B * H * N * N * torch.empty((), dtype=dtype).element_size()
+
+
+def attention_fused_one_config(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """Step 2: the fused online-softmax kernel with one fixed launch configuration for every problem."""
+    return attention_fwd(q, k, v, causal, sm_scale, **STEP2_CONFIG)[0]
+
+
+def attention_fused_tuned(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """Step 3: the fused kernel with the configuration table's blocks, warps and stages (the package's default)."""
+    return attention_fwd(q, k, v, causal, sm_scale)[0]
+
+
+STEPS = [attention_naive, attention_fused_one_config, attention_fused_tuned]

@@ -1,0 +1,484 @@
+"""attention: forward, log-sum-exp and gradients against float64, causal masks at odd lengths,
+grouped-query heads, strided inputs, poisoned outputs, the lesson's steps, the benchmark suite,
+and errors on bad input.
+
+Results are compared with :func:`attention_reference` in float64 from the same inputs, by two
+rules (DESIGN.md §3): the tolerance table, and "at most 2 × the error of torch in the same dtype"
+(torch's ``scaled_dot_product_attention`` run on the same float16/bfloat16 inputs). Forward
+outputs must meet both; gradients, whose largest elements grow with the sequence, one of them.
+
+In interpreter mode the kernels run with small blocks (32 x 16 forward), so sequences of
+17 … 100 span several blocks, ragged last blocks and a causal diagonal band two blocks wide.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import ON_GPU, gpu_only
+
+from tritonperf import asm, runtime
+from tritonperf.bench.records import SCHEMA
+from tritonperf.bench.suites import attention as suite
+from tritonperf.kernels.attention import (
+    BWD_DKDV_CONFIGS,
+    BWD_DQ_CONFIGS,
+    FWD_CONFIGS,
+    HEAD_DIMS,
+    INTERPRETER_CONFIGS,
+    attention,
+    attention_bwd,
+    attention_bytes,
+    attention_config,
+    attention_flops,
+    attention_fwd,
+    attention_lse_reference,
+    attention_reference,
+)
+from tritonperf.ladders.attention import STEPS, naive_scores_bytes
+from tritonperf.testing import TOLERANCES, assert_close, max_abs_error, poisoned, random_tensor, relative_error
+
+# The module, not the function of the same name.
+attn = importlib.import_module("tritonperf.kernels.attention")
+
+# The interpreter computes bfloat16 arithmetic wrongly (DESIGN.md §3): bf16 is checked on the GPU only.
+DTYPES = [torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+
+# (B, H, H_kv, N, D).
+SHAPES = [
+    (1, 1, 1, 1, 64),  # one position: every softmax is exactly 1, and the gradients of q and k are 0
+    (1, 2, 2, 17, 64),  # one query block, most of it masked; two key blocks, the second ragged
+    (2, 1, 1, 63, 128),  # one row short of two query blocks
+    (1, 2, 2, 100, 64),  # four query blocks, the last ragged; seven key blocks
+] + (
+    [
+        (2, 4, 4, 1000, 64),
+        (1, 8, 8, 1823, 128),  # odd and large: ragged blocks at the GPU's block sizes
+        (4, 16, 16, 1024, 128),
+    ]
+    if ON_GPU
+    else []
+)
+
+
+def qkv(B, H, H_kv, N, D, dtype, device):
+    return random_tensor((B, H, N, D), dtype, device), *(random_tensor((B, H_kv, N, D), dtype, device) for _ in range(2))
+
+
+def torch_sdpa(q, k, v, causal, sm_scale=None):
+    """torch's own attention in the inputs' dtype: the yardstick of the "2 × torch's error" rule."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale, enable_gqa=q.shape[1] != k.shape[1])
+
+
+def assert_grad_close(out, ref, torch_out):
+    """Within the tolerance table, or at most 2 × torch's own error in the same dtype (as in test_norms).
+
+    Gradients are sums over the sequence: their largest elements grow with N, and their rounding
+    to float16 alone can pass the table's absolute limit; DESIGN.md §3 then allows twice torch's error.
+    """
+    tol = TOLERANCES[out.dtype]
+    assert out.shape == ref.shape and out.dtype == torch_out.dtype
+    assert not torch.isnan(out).any(), "NaN in a gradient"
+    rel, mx = relative_error(out, ref), max_abs_error(out, ref)
+    if not ref.any():
+        rel = 0.0  # an all-zero reference (dq and dk at N = 1) has no relative scale: the absolute limit decides
+    rel_limit = max(tol.rel, 2 * relative_error(torch_out, ref))
+    abs_limit = max(tol.abs, 2 * max_abs_error(torch_out, ref))
+    assert rel <= rel_limit and mx <= abs_limit, (
+        f"relative error {rel:.3e} (limit {rel_limit:.1e}), max abs error {mx:.3e} (limit {abs_limit:.1e})"
+    )
+
+
+def check_autograd(q, k, v, causal, sm_scale=None, do=None):
+    """Forward and gradients through autograd against float64 and against torch in the same dtype."""
+    do = random_tensor(q.shape, q.dtype, q.device) if do is None else do
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    o = attention(*leaves, causal, sm_scale)
+    o.backward(do)
+    ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    ref = attention_reference(*ref_leaves, causal, sm_scale)
+    ref_grads = torch.autograd.grad(ref, ref_leaves, do.double())
+    torch_leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    torch_o = torch_sdpa(*torch_leaves, causal, sm_scale)
+    torch_grads = torch.autograd.grad(torch_o, torch_leaves, do)
+
+    # The output: within the table, and at most twice torch's relative error.
+    assert_close(o, ref, q.dtype)
+    assert relative_error(o, ref) <= 2 * relative_error(torch_o, ref) + 1e-7
+    for ours, r, t in zip((x.grad for x in leaves), ref_grads, torch_grads, strict=True):
+        assert_grad_close(ours, r, t)
+    return o
+
+
+# -- forward and backward --------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_forward_and_gradients_match_reference(shape, causal, dtype, device):
+    check_autograd(*qkv(*shape, dtype, device), causal)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n", [1, 17, 63, 100])
+def test_launchers_overwrite_poisoned_outputs(n, causal, device):
+    # Every element of o, dq, dk and dv is written, and the log-sum-exp is that of the scaled scores.
+    dtype = torch.float16
+    q, k, v = qkv(1, 2, 1, n, 32, dtype, device)
+    out = poisoned(q.shape, dtype, device)
+    o, lse = attention_fwd(q, k, v, causal, out=out)
+    assert o is out and lse.shape == (1, 2, n) and lse.dtype == torch.float32
+    assert_close(o, attention_reference(q, k, v, causal), dtype)
+    assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+    do = random_tensor(q.shape, dtype, device)
+    grads = [poisoned(t.shape, dtype, device) for t in (q, k, v)]
+    dq, dk, dv = attention_bwd(do, q, k, v, o, lse, causal, dq=grads[0], dk=grads[1], dv=grads[2])
+    assert dq is grads[0] and dk is grads[1] and dv is grads[2]
+    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    ref_grads = torch.autograd.grad(attention_reference(*ref_leaves, causal), ref_leaves, do.double())
+    for ours, ref in zip((dq, dk, dv), ref_grads, strict=True):
+        assert not torch.isnan(ours).any()
+        assert_close(ours, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("heads", [(4, 2), (3, 1)], ids=["4-over-2", "3-over-1"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_grouped_query_heads(causal, heads, dtype, device):
+    # dk and dv sum the contributions of every query head of a group, inside one program.
+    h, h_kv = heads
+    check_autograd(*qkv(2, h, h_kv, 40, 32, dtype, device), causal)
+
+
+@pytest.mark.parametrize("head_dim", [d for d in HEAD_DIMS if d not in (64, 128)])
+def test_other_head_dims(head_dim, device):
+    check_autograd(*qkv(1, 1, 1, 37, head_dim, torch.float16, device), True)
+
+
+@pytest.mark.parametrize("sm_scale", [0.05, 1.0])
+def test_sm_scale(sm_scale, device):
+    q, k, v = qkv(1, 2, 2, 33, 64, torch.float16, device)
+    check_autograd(q, k, v, False, sm_scale)
+    # The default is 1 / sqrt(D).
+    assert torch.equal(attention(q, k, v), attention(q, k, v, sm_scale=1 / math.sqrt(64)))
+
+
+def test_strided_inputs_and_broadcast_gradient(device):
+    # q, k and v sliced out of one packed (B, N, 3, H, D) projection and transposed to (B, H, N, D):
+    # read in place through their strides. .sum() sends back a gradient of stride 0 everywhere.
+    packed = random_tensor((2, 45, 3, 2, 32), torch.float16, device)
+    q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
+    assert not q.is_contiguous()
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    o = attention(*leaves, True)
+    o.sum().backward()
+    ref_leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    ref = attention_reference(*ref_leaves, True)
+    ref.sum().backward()
+    assert_close(o, ref, torch.float16)
+    for ours, r in zip(leaves, ref_leaves, strict=True):
+        assert ours.grad.is_contiguous()
+        assert_close(ours.grad, r.grad, torch.float16)
+
+
+def test_large_scores_do_not_overflow(device):
+    # Scores of ±(hundreds) would overflow exp in float32 without the running maximum.
+    q, k, v = qkv(1, 1, 1, 50, 32, torch.float16, device)
+    q = q * 8
+    for causal in (False, True):
+        o = attention(q, k, v, causal, sm_scale=1.0)
+        assert_close(o, attention_reference(q, k, v, causal, 1.0), torch.float16)
+
+
+def test_no_graph_without_requires_grad(device):
+    q, k, v = qkv(1, 1, 1, 8, 16, torch.float16, device)
+    assert attention(q, k, v).grad_fn is None
+    with torch.no_grad():
+        assert attention(q.requires_grad_(), k, v).grad_fn is None
+    assert attention(q, k, v).grad_fn is not None
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 2, 8, 16), (2, 2, 2, 0, 16), (2, 0, 0, 8, 16)], ids=str)
+def test_empty_inputs_give_empty_results(shape, device):
+    q, k, v = (t.requires_grad_() for t in qkv(*shape, torch.float16, device))
+    o = attention(q, k, v, True)
+    assert o.shape == q.shape
+    o.sum().backward()
+    assert q.grad.shape == q.shape and k.grad.shape == k.shape
+    _, lse = attention_fwd(q.detach(), k.detach(), v.detach())
+    assert lse.shape == q.shape[:3]
+
+
+# -- the lesson's steps ----------------------------------------------------------------------------
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("step", STEPS, ids=lambda f: f.__name__)
+def test_lesson_steps(step, causal, device):
+    q, k, v = qkv(1, 2, 1, 70, 64, torch.float16, device)
+    o = step(q, k, v, causal)
+    assert o.shape == q.shape and o.dtype == q.dtype
+    assert_close(o, attention_reference(q, k, v, causal), torch.float16)
+
+
+def test_lesson_steps_reject_what_attention_rejects(device):
+    q, k, v = qkv(1, 1, 1, 8, 16, torch.float16, device)
+    for step in STEPS:
+        with pytest.raises(TypeError, match="supported: float16, bfloat16"):
+            step(q.float(), k.float(), v.float())
+        with pytest.raises(ValueError, match="must be 4-D"):
+            step(q[0], k[0], v[0])
+
+
+def test_naive_scores_bytes():
+    assert naive_scores_bytes(4, 32, 4096) == 4 * 32 * 4096 * 4096 * 2 == 4 << 30
+    assert naive_scores_bytes(1, 1, 10, torch.float32) == 400
+
+
+# -- configurations and compiled code --------------------------------------------------------------
+def test_every_head_dim_causality_and_dtype_has_a_configuration():
+    keys = {(d, c, dt) for d in HEAD_DIMS for c in (False, True) for dt in (torch.float16, torch.bfloat16)}
+    for table in (FWD_CONFIGS, BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS):
+        assert set(table) == keys
+    # The block a program owns is a whole number of the blocks it loops over (the causal split needs it).
+    for cfg in [*FWD_CONFIGS.values(), *BWD_DQ_CONFIGS.values(), INTERPRETER_CONFIGS["fwd"], INTERPRETER_CONFIGS["bwd_dq"]]:
+        assert cfg.block_m % cfg.block_n == 0
+    for cfg in [*BWD_DKDV_CONFIGS.values(), INTERPRETER_CONFIGS["bwd_dkdv"]]:
+        assert cfg.block_n % cfg.block_m == 0
+    if runtime.is_interpreter():
+        assert attention_config(128, True, torch.float16, "bwd_dq") == INTERPRETER_CONFIGS["bwd_dq"]
+    else:
+        assert attention_config(128, True, torch.float16) == FWD_CONFIGS[(128, True, torch.float16)]
+    with pytest.raises(ValueError, match="kernel must be one of fwd, bwd_dkdv, bwd_dq"):
+        attention_config(64, False, torch.float16, "bwd")
+
+
+MISSING = asm.cuda_compiler_missing()
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
+def test_forward_compiles_to_wgmma_without_spills_for_hopper():
+    # The main configuration (D = 128, causal, float16) as a launch on contiguous tensors specializes it.
+    cfg = FWD_CONFIGS[(128, True, torch.float16)]
+    sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "lse_ptr": "*fp32"}
+    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": True, "GROUP": 1}
+    for t in "qkvo":
+        for dim in ("z", "h", "n" if t in "kv" else "m"):
+            sig[f"stride_{t}{dim}"] = "i32"
+        consts[f"stride_{t}k"] = 1
+    sig |= {"H": "i32", "N": "i32", "qk_scale": "fp32"}
+    aligned = [name for name in sig if name.endswith("_ptr") or name.startswith("stride")]
+    compiled = asm.compile_for_hopper(attn.attention_fwd_kernel, sig, consts, num_warps=cfg.num_warps,
+                                      num_stages=cfg.num_stages, divisible_by_16=aligned)
+    assert "wgmma.mma_async" in compiled.ptx
+    if compiled.resources is None:
+        pytest.skip("this Triton carries no cuobjdump")
+    assert compiled.resources.local_bytes == compiled.resources.stack_bytes == 0, "the forward spills registers"
+
+
+# -- counts and the benchmark suite ----------------------------------------------------------------
+def test_counts():
+    assert attention_flops(2, 16, 1024, 128) == 4 * 2 * 16 * 1024**2 * 128
+    assert attention_flops(2, 16, 1024, 128, causal=True) == 2 * 2 * 16 * 1024**2 * 128
+    assert attention_flops(2, 16, 1024, 128, False, "bwd") == 10 * 2 * 16 * 1024**2 * 128
+    assert attention_flops(2, 16, 1024, 128, True, "bwd") == 5 * 2 * 16 * 1024**2 * 128
+    tensor = 2 * 16 * 1024 * 128 * 2
+    assert attention_bytes(2, 16, 1024, 128, torch.float16) == 4 * tensor
+    assert attention_bytes(2, 16, 1024, 128, torch.bfloat16, "bwd") == 8 * tensor
+    assert attention_bytes(2, 16, 1024, 128, torch.float16, kv_heads=4) == 2 * tensor + 2 * tensor // 4
+    for count in (lambda d: attention_flops(1, 1, 1, 16, False, d), lambda d: attention_bytes(1, 1, 1, 16, torch.float16, d)):
+        with pytest.raises(ValueError, match="direction must be 'fwd' or 'bwd'"):
+            count("fwd+bwd")
+
+
+def test_bench_suite_is_well_formed():
+    record = SCHEMA["properties"]["records"]["items"]["properties"]
+    specs = suite.specs()
+    assert [s.direction for s in specs] == ["fwd", "bwd", "bwd"]
+    for spec in specs:
+        assert (spec.kernel, spec.metric, spec.x) == ("attention", "TFLOPS", "N")
+        assert spec.dtypes == [torch.float16, torch.bfloat16]
+        for shape in [*spec.shapes, *spec.quick_shapes]:
+            assert set(shape) == {"B", "H", "N", "D", "causal"}
+            assert shape["B"] * shape["N"] == 16384 and shape["H"] * shape["D"] == 2048
+        assert all(re.fullmatch(record["variant"]["pattern"], v) for v in spec.variants)
+        shape = {"B": 4, "H": 16, "N": 4096, "D": 128, "causal": True}
+        assert spec.flops(shape, torch.float16) == attention_flops(4, 16, 4096, 128, True, spec.direction)
+        # The naive step only up to N = 4096, where its score matrices already take 4 GiB.
+        naive_ns = {s["N"] for _, s, variant in spec.cases() if variant == "step-1-naive"}
+        assert naive_ns <= {1024, 2048, 4096}
+    fwd, bwd, naive_bwd = specs
+    assert sorted(s["N"] for s in fwd.shapes if s["D"] == 128 and not s["causal"]) == [1024, 2048, 4096, 8192, 16384]
+    assert {(s["D"], s["causal"]) for s in fwd.shapes} == {(64, False), (64, True), (128, False), (128, True)}
+    baselines = {"torch.sdpa-flash", "torch.sdpa-efficient", "torch.sdpa-cudnn", "torch.flex"}
+    assert {"tritonperf", "step-1-naive"} | baselines <= set(fwd.variants)
+    assert {"tritonperf"} | baselines == set(bwd.variants)
+    assert set(naive_bwd.variants) == {"step-1-naive"} and max(s["N"] for s in naive_bwd.shapes) == 4096
+
+
+@gpu_only
+def test_bench_variants_run_and_agree():
+    shape = {"B": 2, "H": 4, "N": 512, "D": 64, "causal": True}
+    for spec in suite.specs():
+        for dtype in spec.dtypes:
+            args = spec.make_args(shape, dtype)
+            for name, fn in spec.variants.items():
+                if not spec.applies(name, shape, dtype):
+                    continue
+                got = fn(*args)
+                if spec.direction == "fwd":
+                    q, k, v, causal = args
+                    ref = attention_reference(q, k, v, causal)
+                    assert relative_error(got, ref) < 1e-2, (name, dtype)
+                else:
+                    (case,) = args
+                    leaves = [t.detach().double().requires_grad_() for t in (case.q, case.k, case.v)]
+                    ref = torch.autograd.grad(attention_reference(*leaves, case.causal), leaves, case.do.double())
+                    for g, r in zip(got, ref, strict=True):
+                        assert relative_error(g, r) < 2e-2, (name, dtype)
+
+
+# -- bad input -------------------------------------------------------------------------------------
+def _qkv16(device, n=8, d=16):
+    return qkv(1, 2, 2, n, d, torch.float16, device)
+
+
+def test_rejects_non_tensors(device):
+    q, k, v = _qkv16(device)
+    with pytest.raises(TypeError, match="q must be a torch.Tensor"):
+        attention(q.tolist(), k, v)
+    with pytest.raises(TypeError, match="v must be a torch.Tensor"):
+        attention(q, k, None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.float8_e4m3fn], ids=str)
+def test_rejects_unsupported_dtypes(dtype, device):
+    q, k, v = (t.to(dtype) for t in _qkv16(device))
+    with pytest.raises(TypeError, match=r"q has dtype .*; supported: float16, bfloat16"):
+        attention(q, k, v)
+
+
+def test_rejects_mixed_dtypes(device):
+    q, k, v = _qkv16(device)
+    with pytest.raises(ValueError, match="dtypes differ: q: torch.float16, k: torch.bfloat16"):
+        attention(q, k.bfloat16(), v.bfloat16())
+
+
+@pytest.mark.parametrize("shapes, match", [
+    (((2, 8, 16), (1, 2, 8, 16), (1, 2, 8, 16)), r"q must be 4-D \(batch, heads, seq_len, head_dim\), got shape \(2, 8, 16\)"),
+    (((1, 2, 8, 16), (1, 1, 2, 8, 16), (1, 2, 8, 16)), r"k must be 4-D"),
+    (((1, 2, 8, 16), (1, 2, 8, 16), (1, 2, 9, 16)), r"shapes differ: k: \(1, 2, 8, 16\), v: \(1, 2, 9, 16\)"),
+    (((1, 2, 8, 16), (2, 2, 8, 16), (2, 2, 8, 16)), "batch sizes differ: q has 1, k and v have 2"),
+    (((1, 2, 8, 16), (1, 2, 9, 16), (1, 2, 9, 16)), "sequence lengths differ: q has N = 8, k and v have 9"),
+    (((1, 2, 8, 16), (1, 2, 8, 32), (1, 2, 8, 32)), "head dims differ: q has D = 16, k and v have D = 32"),
+    (((1, 3, 8, 16), (1, 2, 8, 16), (1, 2, 8, 16)), r"q's 3 heads are not a multiple of k and v's 2 heads"),
+    (((1, 2, 8, 16), (1, 4, 8, 16), (1, 4, 8, 16)), r"q's 2 heads are not a multiple of k and v's 4 heads"),
+], ids=["q-rank", "k-rank", "k-v", "batch", "seq", "head-dim", "heads", "more-kv-heads"])
+def test_rejects_mismatched_shapes(shapes, match, device):
+    q, k, v = (random_tensor(s, torch.float16, device) for s in shapes)
+    with pytest.raises(ValueError, match=match):
+        attention(q, k, v)
+
+
+@pytest.mark.parametrize("head_dim", [8, 48, 96, 512])
+def test_rejects_unsupported_head_dims(head_dim, device):
+    q, k, v = qkv(1, 1, 1, 4, head_dim, torch.float16, device)
+    with pytest.raises(ValueError, match=f"head_dim D = {head_dim} is not supported; supported: 16, 32, 64, 128, 256"):
+        attention(q, k, v)
+
+
+@pytest.mark.parametrize("sm_scale", [0.0, -0.125, float("nan"), float("inf"), True, "0.1"])
+def test_rejects_bad_sm_scale(sm_scale, device):
+    with pytest.raises(ValueError, match="sm_scale must be a finite number > 0"):
+        attention(*_qkv16(device), sm_scale=sm_scale)
+
+
+def test_rejects_non_bool_causal(device):
+    with pytest.raises(TypeError, match="causal must be a bool, got int"):
+        attention(*_qkv16(device), 1)
+
+
+def test_rejects_mixed_and_unsupported_devices(device):
+    q, k, v = _qkv16(device)
+    with pytest.raises(ValueError, match="same device"):
+        attention(q, k, v.to("meta"))
+    with pytest.raises(ValueError, match="tensors on meta are not supported"):
+        attention(q.to("meta"), k.to("meta"), v.to("meta"))
+
+
+def test_cpu_tensors_outside_interpreter_mode_get_a_clear_error(monkeypatch):
+    monkeypatch.setattr(runtime, "MODE", "gpu")
+    with pytest.raises(ValueError, match=r"got CPU tensors.*\.cuda\(\)"):
+        attention(*_qkv16("cpu"))
+
+
+def test_rejects_grids_the_gpu_cannot_launch(device):
+    q = torch.empty((65536, 1, 1, 16), dtype=torch.float16, device=device)
+    with pytest.raises(ValueError, match=r"at most 65535 \(batch × heads\) pairs are supported"):
+        attention(q, q, q)
+
+
+@pytest.mark.parametrize("knobs, match", [
+    ({"block_m": 8}, "block_m must be a power of two between 16 and 256, got 8"),
+    ({"block_n": 48}, "block_n must be a power of two between 16 and 256"),
+    ({"num_warps": 3}, "num_warps must be a power of two between 1 and 16"),
+    ({"num_stages": 0}, "num_stages must be a positive integer"),
+    ({"block_m": 32, "block_n": 64}, r"block_m \(32\) must be a multiple of block_n \(64\)"),
+])
+def test_rejects_bad_knobs(knobs, match, device):
+    with pytest.raises(ValueError, match=match):
+        attention_fwd(*_qkv16(device, n=40), **knobs)
+
+
+def test_rejects_bad_out(device):
+    q, k, v = _qkv16(device)
+    with pytest.raises(ValueError, match="shapes differ"):
+        attention_fwd(q, k, v, out=torch.empty((1, 2, 9, 16), dtype=torch.float16, device=device))
+    with pytest.raises(ValueError, match="dtypes differ"):
+        attention_fwd(q, k, v, out=torch.empty(q.shape, device=device))
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        attention_fwd(q, k, v, out=torch.empty((1, 2, 16, 8), dtype=torch.float16, device=device).transpose(2, 3))
+
+
+def test_backward_rejects_mismatches(device):
+    q, k, v = _qkv16(device)
+    o, lse = attention_fwd(q, k, v)
+    with pytest.raises(ValueError, match=r"shapes differ: q: \(1, 2, 8, 16\), do: \(1, 2, 7, 16\)"):
+        attention_bwd(o[:, :, :7], q, k, v, o, lse)
+    with pytest.raises(ValueError, match=r"lse must have shape \(B, H, N\) = \(1, 2, 8\), got \(2, 8\)"):
+        attention_bwd(o, q, k, v, o, lse[0])
+    with pytest.raises(TypeError, match="lse has dtype float16; supported: float32"):
+        attention_bwd(o, q, k, v, o, lse.half())
+    with pytest.raises(TypeError, match="do must be a torch.Tensor"):
+        attention_bwd(None, q, k, v, o, lse)
+    with pytest.raises(ValueError, match="shapes differ"):
+        attention_bwd(o, q, k, v, o, lse, dk=torch.empty((1, 2, 8, 32), dtype=torch.float16, device=device))
+
+
+# -- GPU only: sizes and dtypes the interpreter cannot run ----------------------------------------
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_benchmark_like_shapes_on_gpu(head_dim, causal, dtype):
+    # The benchmark's heads and head dims at N = 2048, two sequences (the float64 reference holds N² scores).
+    check_autograd(*qkv(2, 2048 // head_dim, 2048 // head_dim, 2048, head_dim, dtype, "cuda"), causal)
+
+
+@gpu_only
+def test_grouped_query_heads_at_length_on_gpu():
+    check_autograd(*qkv(1, 16, 4, 3000, 128, torch.bfloat16, "cuda"), True)
+
+
+@gpu_only
+def test_offsets_past_2_31_elements():
+    # 16512 heads of 1024 x 128: 2**31 + 2**24 elements in q, so a 32-bit offset to the last heads
+    # would wrap around. One key/value head serves them all (grouped-query attention).
+    B, H, N, D = 1, 2**14 + 128, 1024, 128
+    q = torch.zeros((B, H, N, D), dtype=torch.float16, device="cuda")
+    q[:, -1] = random_tensor((N, D), torch.float16, "cuda")
+    k, v = (random_tensor((B, 1, N, D), torch.float16, "cuda") for _ in range(2))
+    o = attention(q, k, v, True)
+    assert_close(o[:, -1:], attention_reference(q[:, -1:], k, v, True), torch.float16)
