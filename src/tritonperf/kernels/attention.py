@@ -667,7 +667,7 @@ def attention_fwd(
         sm_scale: the factor applied to ``Q Kᵀ`` before the softmax, ``> 0``; default ``1 / sqrt(D)``.
         out: optional contiguous tensor of ``q``'s shape and dtype to write the output into.
         block_m, block_n, num_warps, num_stages: pin the forward kernel's launch instead of taking
-            :func:`attention_config`'s (any one given replaces that value only). ``block_m`` must
+            ``attention_config``'s (any one given replaces that value only). ``block_m`` must
             be a multiple of ``block_n``.
 
     Returns:

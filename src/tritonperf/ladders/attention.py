@@ -1,9 +1,9 @@
 """The fused-attention lesson's steps, from attention written in torch to the package's kernel.
 
 Each step computes the forward pass ``softmax(Q Kᵀ · sm_scale) V`` and accepts what
-:func:`tritonperf.kernels.attention.attention_fwd` accepts (``(B, H, N, D)`` float16 or bfloat16
+:func:`tritonperf.attention_fwd` accepts (``(B, H, N, D)`` float16 or bfloat16
 tensors, causal or not, grouped-query heads), raising the same errors. They return the output
-only and have no backward pass; use :func:`tritonperf.kernels.attention.attention` for real work.
+only and have no backward pass; use :func:`tritonperf.attention` for real work.
 
 * step 1, :func:`attention_naive`: what a torch user writes: the ``N × N`` score matrix of every
   head is materialized, masked, softmaxed and multiplied by ``V``, each operation a pass over
@@ -13,8 +13,8 @@ only and have no backward pass; use :func:`tritonperf.kernels.attention.attentio
   registers, launched with one fixed configuration (64 × 64 blocks, 4 warps, 2 stages) whatever
   the head dim, causality or GPU.
 * step 3, :func:`attention_fused_tuned`: the same kernel with the blocks, warps and stages of
-  the configuration table (:data:`tritonperf.kernels.attention.FWD_CONFIGS`), picked per head
-  dim so that nothing spills. This is what :func:`tritonperf.kernels.attention.attention` runs.
+  the configuration table (``tritonperf.kernels.attention.FWD_CONFIGS``), picked per head
+  dim so that nothing spills. This is what :func:`tritonperf.attention` runs.
 """
 
 from __future__ import annotations

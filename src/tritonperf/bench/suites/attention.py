@@ -1,9 +1,9 @@
-"""Benchmark of :func:`tritonperf.kernels.attention.attention`, forward and backward.
+"""Benchmark of :func:`tritonperf.attention`, forward and backward.
 
 Shapes keep the work per layer of a transformer fixed: ``B · N = 16384`` tokens and
 ``H · D = 2048`` channels (``D = 64`` with 32 heads, ``D = 128`` with 16), for sequence lengths
 ``N = 1024 … 16384`` (``B = 16384 / N``), causal and not. The rate counts the matmuls only
-(:func:`~tritonperf.kernels.attention.attention_flops`: ``4·B·H·N²·D`` forward, half of it
+(:func:`tritonperf.attention_flops`: ``4·B·H·N²·D`` forward, half of it
 causal, 2.5 × that backward).
 
 Baselines: torch's ``scaled_dot_product_attention`` pinned to one backend each
