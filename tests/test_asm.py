@@ -114,7 +114,7 @@ def test_sass_and_resources(add_aligned, transpose_tiles):
         pytest.skip("this Triton carries no cuobjdump")
     for c in (add_aligned, transpose_tiles):
         assert 0 < c.resources.registers <= 255
-        assert c.resources.local_bytes == 0, f"{c.name} spills"
+        assert c.resources.local_memory_bytes == 0, f"{c.name} spills"
 
 
 @needs_cuda_compiler

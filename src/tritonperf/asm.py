@@ -55,14 +55,20 @@ class Resources:
 
     Attributes:
         registers: 32-bit registers per thread.
-        local_bytes: local memory per thread. Registers that ``ptxas`` spills land here, so in
-            a Triton kernel anything above 0 almost always means spills.
-        stack_bytes: stack frame per thread (also in local memory).
+        local_bytes: local memory the kernel itself declares per thread.
+        stack_bytes: stack frame per thread, also in local memory. Registers that ``ptxas``
+            spills go to the stack frame (``ptxas -v`` reports them as part of it), so this is
+            the field that shows spills.
     """
 
     registers: int
     local_bytes: int
     stack_bytes: int
+
+    @property
+    def local_memory_bytes(self) -> int:
+        """All local memory per thread (stack frame included): in a Triton kernel, above 0 almost always means spills."""
+        return self.local_bytes + self.stack_bytes
 
 
 @dataclass(frozen=True)
@@ -626,7 +632,7 @@ def _resources(c: CompiledText) -> str:
     if c.resources is None:
         return "registers, local memory: not shown (this Triton carries no cuobjdump)"
     r = c.resources
-    return f"registers per thread: {r.registers}; local memory per thread (spills): {r.local_bytes} bytes"
+    return f"registers per thread: {r.registers}; local memory per thread, stack frame included (spills): {r.local_memory_bytes} bytes"
 
 
 def _excerpt_texts(c: dict[str, CompiledText]) -> dict[str, str]:
