@@ -67,7 +67,7 @@ class Resources:
 
     @property
     def local_memory_bytes(self) -> int:
-        """All local memory per thread (stack frame included): in a Triton kernel, above 0 almost always means spills."""
+        """All local memory per thread, stack frame included. In a Triton kernel, above 0 almost always means spills."""
         return self.local_bytes + self.stack_bytes
 
 
