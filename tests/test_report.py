@@ -67,3 +67,10 @@ def test_one_point_per_line_becomes_grouped_bars(sample_doc):
     assert len(ax.patches) == 6  # 3 variants × 2 shapes
     assert [t.get_text() for t in ax.get_xticklabels()] == ["524288 × 1048576", "8388608 × 16777216"]
     plt.close("all")
+
+
+def test_markdown_table_aligns_the_columns_asked_for():
+    from tritonperf.bench.report import markdown_table
+
+    table = markdown_table(["name", "rate"], [["a", "1"], ["b", "22"]], right=(1,))
+    assert table.splitlines() == ["| name | rate |", "|---|---:|", "| a | 1 |", "| b | 22 |"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .plotting import UNITS, ceiling_for, variant_order
@@ -73,9 +74,10 @@ def compare(new: dict[str, Any], old: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown pipe table (cells must not contain ``|``)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+def markdown_table(header: list[str], rows: list[list[str]], right: Iterable[int] = ()) -> str:
+    """A Markdown pipe table (cells must not contain ``|``); columns numbered in ``right`` align right."""
+    right = set(right)
+    lines = ["| " + " | ".join(header) + " |", "|" + "".join("---:|" if i in right else "---|" for i in range(len(header)))]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -140,24 +142,22 @@ def memory_levels_table(docs: list[dict[str, Any]]) -> str:
     """A Markdown table of each document's memory-hierarchy sweep: L2 plateau, HBM, cliff, copy ceiling."""
     from .memory import hierarchy_levels
 
-    lines = [
-        "| GPU | L2 plateau (reads) | HBM (reads) | L2 / HBM | cliff between | copy ceiling (read + write) | recorded |",
-        "| --- | ---: | ---: | ---: | --- | ---: | --- |",
-    ]
+    rows = []
     for doc in docs:
         try:
             lv = hierarchy_levels(doc)
         except ValueError:
             continue
         p = doc["provenance"]
-        lines.append(
-            f"| {p['gpu']} | {lv.l2:,.0f} GB/s | {lv.hbm:,.0f} GB/s | {lv.l2 / lv.hbm:.1f}x | "
-            f"{lv.last_fast:g} and {lv.first_slow:g} MiB | {doc['ceilings']['copy_GBps']:,.0f} GB/s | "
-            f"{p['date'][:10]}, triton {p['triton']}, torch {p['torch']}, commit {p['git_commit']} |"
-        )
-    if len(lines) == 2:
+        rows.append([
+            p["gpu"], f"{lv.l2:,.0f} GB/s", f"{lv.hbm:,.0f} GB/s", f"{lv.l2 / lv.hbm:.1f}x",
+            f"{lv.last_fast:g} and {lv.first_slow:g} MiB", f"{doc['ceilings']['copy_GBps']:,.0f} GB/s",
+            f"{p['date'][:10]}, triton {p['triton']}, torch {p['torch']}, commit {p['git_commit']}",
+        ])
+    if not rows:
         return "No recorded memory-hierarchy sweep yet: run `tritonperf bench memory_hierarchy` on a GPU.\n"
-    return "\n".join(lines) + "\n"
+    header = ["GPU", "L2 plateau (reads)", "HBM (reads)", "L2 / HBM", "cliff between", "copy ceiling (read + write)", "recorded"]
+    return markdown_table(header, rows, right=(1, 2, 3, 5)) + "\n"
 
 
 def roofline_page(paths: list, image_dir, image_url: str) -> str:
@@ -227,9 +227,9 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int], str, str]] = [
 
 
 def strategies_table(doc: dict[str, Any]) -> str:
-    """Markdown: each strategy's measured before/after (GB/s and speedup) from one results document."""
+    """Markdown: each strategy's measured before/after (rate and speedup) from one results document."""
     by_key = {(r["kernel"], r["direction"], r["dtype"], tuple(sorted(r["shape"].items())), r["variant"]): r for r in doc["records"]}
-    lines = ["| strategy | lesson | case | before | after | speedup |", "| --- | --- | --- | --- | --- | ---: |"]
+    rows = []
     for strategy, lesson, kernel, direction, dtype, shape, before, after in STRATEGIES:
         key = (kernel, direction, dtype, tuple(sorted(shape.items())))
         rb, ra = by_key.get((*key, before)), by_key.get((*key, after))
@@ -237,10 +237,10 @@ def strategies_table(doc: dict[str, Any]) -> str:
             continue
         metric = metric_of(rb)
         unit = UNITS[metric]
-        lines.append(
-            f"| {strategy} | {{doc}}`{lesson} </auto_examples/{lesson}>` | {kernel} {direction} {dtype} {shape_text(shape)} | "
-            f"`{before}` {rb[metric]:,.0f} {unit} | `{after}` {ra[metric]:,.0f} {unit} | {rb['ms'] / ra['ms']:.2f}x |"
-        )
+        rows.append([
+            strategy, f"{{doc}}`{lesson} </auto_examples/{lesson}>`", f"{kernel} {direction} {dtype} {shape_text(shape)}",
+            f"`{before}` {rb[metric]:,.0f} {unit}", f"`{after}` {ra[metric]:,.0f} {unit}", f"{rb['ms'] / ra['ms']:.2f}x",
+        ])
     p = doc["provenance"]
-    return (f"Recorded on {p['gpu']}, {p['date'][:10]}; triton {p['triton']}, torch {p['torch']}; commit {p['git_commit']}.\n\n"
-            + "\n".join(lines) + "\n")
+    table = markdown_table(["strategy", "lesson", "case", "before", "after", "speedup"], rows, right=(5,))
+    return f"Recorded on {p['gpu']}, {p['date'][:10]}; triton {p['triton']}, torch {p['torch']}; commit {p['git_commit']}.\n\n{table}\n"

@@ -112,16 +112,18 @@ def plot_roofline(doc: dict[str, Any], *, live: bool = False) -> Figure:
 
 def roofline_table(doc: dict[str, Any]) -> str:
     """Markdown: for each kernel and dtype, the range of intensities and of the share of the roof reached."""
+    from .report import markdown_table
+
+    def span(values: list[float], fmt: str) -> str:
+        return f"{fmt.format(min(values))} – {fmt.format(max(values))}"
+
     pts = points(doc)
-    lines = [
-        "| kernel | dtype | records | intensity (FLOP/byte) | TFLOPS reached | share of the roof |",
-        "| --- | --- | ---: | --- | --- | --- |",
-    ]
+    rows = []
     for kernel, dtype in sorted({(p.kernel, p.dtype) for p in pts}):
         mine = [p for p in pts if (p.kernel, p.dtype) == (kernel, dtype)]
-        span = lambda values, fmt: f"{fmt.format(min(values))} – {fmt.format(max(values))}"  # noqa: E731
-        lines.append(
-            f"| {kernel} | {dtype} | {len(mine)} | {span([p.intensity for p in mine], '{:.3g}')} | "
-            f"{span([p.tflops for p in mine], '{:.3g}')} | {span([100 * p.tflops / p.roof for p in mine], '{:.0f}%')} |"
-        )
-    return "\n".join(lines) + "\n"
+        rows.append([
+            kernel, dtype, str(len(mine)), span([p.intensity for p in mine], "{:.3g}"),
+            span([p.tflops for p in mine], "{:.3g}"), span([100 * p.tflops / p.roof for p in mine], "{:.0f}%"),
+        ])
+    header = ["kernel", "dtype", "records", "intensity (FLOP/byte)", "TFLOPS reached", "share of the roof"]
+    return markdown_table(header, rows, right=(2,)) + "\n"
