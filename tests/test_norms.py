@@ -17,6 +17,7 @@ from tritonperf.bench.records import SCHEMA
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
     FWD_CONFIGS,
+    FWD_ONE_TILE_MAX_N,
     layer_norm,
     layer_norm_bwd,
     layer_norm_bytes,
@@ -157,7 +158,7 @@ def test_gradients_match_reference(norm, dtype, shape, device):
 
 @pytest.mark.skipif(ON_GPU, reason="SHAPES holds this size on the GPU")
 def test_1823_x_781_in_the_interpreter(device):
-    # Odd and larger: about 450 row tiles over a few persistent programs, a ragged last tile.
+    # Odd and larger: about 450 row tiles (the backward's over a few persistent programs), a ragged last tile.
     _check_forward("layer_norm", (1823, 781), torch.float16, device)
     _check_gradients("layer_norm", (1823, 781), torch.float16, device)
 
@@ -331,6 +332,17 @@ def test_default_configs(device):
         cfg = norm_config(4096, n, direction, device, n_sums=2)
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (1 if direction == "fwd" else 2)
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
+
+
+def test_forward_grid(device):
+    # One program per tile for float32 and for rows up to FWD_ONE_TILE_MAX_N columns; a persistent
+    # grid (fewer programs than tiles) for longer 16-bit rows.
+    for n, itemsize in [(256, 2), (FWD_ONE_TILE_MAX_N, 2), (16384, 4)]:
+        cfg = norm_config(4096, n, "fwd", device, itemsize=itemsize)
+        assert cfg.programs == -(-4096 // cfg.rows)
+    cfg = norm_config(4096, 16384, "fwd", device, itemsize=2)
+    assert cfg.programs < 4096
+    assert norm_config(4096, 256, "fwd", device, itemsize=2, programs=3).programs == 3  # the knob wins
 
 
 # -- bad input -------------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ input sets, and divides the replay's time (CUDA events) by the number of calls i
   overhead (validation, grid computation, Triton's launcher) is not counted, whatever the size;
 * between two calls on the same input set, at least twice the L2 cache's worth of other data is
   touched, so every call finds its inputs out of cache, as a flushed cache would;
-* the median over many replays is reported; the calls before capture (compilation, autotuning)
-  and the first replay are left out.
+* the median over 30 replays is reported (fewer, down to 5, for calls so long that 30 replays
+  would take more than a second: each replay already averages 10 or more calls); the calls
+  before capture (compilation, autotuning) and the first replay are left out.
 
 :func:`do_bench_ms` times the way :func:`triton.testing.do_bench` does (an L2 flush, then events
 around each call), host time included; it is kept to show the difference (see the chapter on
@@ -30,6 +31,10 @@ Args = Sequence[object]
 MAX_ROTATION = 256
 MIN_CALLS = 10
 GRAPH_REPLAYS = 30
+# Long calls (attention at 16k tokens: tens of ms) get fewer replays, so that one measurement
+# takes about this long, but never fewer than MIN_REPLAYS.
+REPLAYS_MS = 1000.0
+MIN_REPLAYS = 5
 
 
 def l2_bytes() -> int:
@@ -62,8 +67,13 @@ def _graph_rotation_ms(fn: Callable[..., object], arg_sets: list[Args], calls: i
     torch.cuda.synchronize()
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()  # a second one, timed to size the run, also left out
+    end.record()
+    end.synchronize()
+    replays = max(MIN_REPLAYS, min(GRAPH_REPLAYS, int(REPLAYS_MS / max(start.elapsed_time(end), 1e-3))))
     per_call = []
-    for _ in range(GRAPH_REPLAYS):
+    for _ in range(replays):
         start.record()
         graph.replay()
         end.record()

@@ -81,8 +81,9 @@ def norm_fwd_kernel(
     ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
     # Rows that fit in registers: each step of the loop normalizes a [ROWS, BLOCK_N] tile, one row per
-    # line of the tile. The grid is persistent: program p takes tiles p, p + P, p + 2P, ... so that the
-    # programs running together read neighbouring memory, and weight and bias are loaded once.
+    # line of the tile. With fewer programs than tiles the grid is persistent: program p takes tiles
+    # p, p + P, p + 2P, ... so that the programs running together read neighbouring memory, and
+    # weight and bias are loaded once per program.
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -322,11 +323,16 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # in half precision); warps grow with the tile so each thread holds 16-32 elements, enough for
 # 16-byte loads without spilling (compiled for sm_90, 32768 columns in 32 warps spill). The backward
 # holds four such arrays (x, dy and two accumulators), hence its smaller tiles.
-# The 1024, 4096 and 8192 entries come from a sweep on an H200 (triton 3.6; 4, 8 or 16 warps, 1, 2 or
-# 4 rows, in float16 and float32); the others are estimates that keep about 16 elements a thread.
+# The 1024 and 8192 entries come from a sweep on an H200, the forward's 4096 entry from one on an
+# H100 (triton 3.6; 4, 8 or 16 warps, 1, 2 or 4 rows, in float16 and float32); the others are
+# estimates that keep about 16 elements a thread.
 FWD_CONFIGS = (
-    (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 2, 4), (2048, 2, 8), (4096, 1, 8), (8192, 1, 8), (16384, 1, 16),
+    (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 2, 4), (2048, 2, 8), (4096, 2, 4), (8192, 1, 8), (16384, 1, 16),
 )
+# The forward launches one program per tile (no persistent loop) for float32 rows and for rows up
+# to this many columns: on an H100 that was 1-5 % faster at 4096 columns and float32 8192-16384
+# (up to 0.99 of the copy ceiling), and slower only for 16-bit rows of 16384 columns.
+FWD_ONE_TILE_MAX_N = 4096
 BWD_CONFIGS = ((128, 16, 4), (256, 8, 4), (512, 4, 4), (1024, 2, 16), (2048, 1, 4), (4096, 2, 8), (8192, 1, 8))
 # Longer rows, streamed in two passes over tiles: (BLOCK_N, rows per tile, num_warps). The forward
 # takes one row at a time; the backward takes two, which halves its updates of the partial sums.
@@ -350,7 +356,7 @@ class NormConfig:
             smaller values stream longer rows through two passes over tiles.
         rows: rows per tile.
         num_warps: warps per program.
-        programs: programs launched (a persistent grid: each handles many tiles).
+        programs: programs launched (fewer than the tiles: a persistent grid, each handles several).
         num_stages: software-pipelining depth of the loop over rows (1: none; register path only).
         tiled: True when rows are streamed through tiles rather than held in registers.
     """
@@ -402,11 +408,13 @@ def norm_config(
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
     choice in interpreter mode): the tables ``FWD_CONFIGS`` / ``BWD_CONFIGS`` when rows fit in
-    registers, ``FWD_TILED`` / ``BWD_TILED`` above. The grid is persistent: ``programs`` defaults to
-    ``per_sm`` programs per SM (the launchers measure it with :func:`programs_per_sm`; left at None,
-    an estimate from ``num_warps``), never more than there are tiles. ``n_sums`` (the number of
-    weight gradients the backward accumulates: 0, 1 or 2) and ``itemsize`` (bytes per element of
-    ``x``) cap the programs of the tiled backward, whose working set must stay in L2.
+    registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward launches one program per tile for
+    float32 rows and rows of up to ``FWD_ONE_TILE_MAX_N`` columns. Otherwise the grid is persistent:
+    ``programs`` defaults to ``per_sm`` programs per SM (the launchers measure it with
+    :func:`programs_per_sm`; left at None, an estimate from ``num_warps``), never more than there
+    are tiles. ``itemsize`` is the bytes per element of ``x``; with ``n_sums`` (the number of weight
+    gradients the backward accumulates: 0, 1 or 2) it also caps the programs of the tiled backward,
+    whose working set must stay in L2.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -426,6 +434,8 @@ def norm_config(
         rows = rows or default_rows
         num_warps = num_warps or default_warps
         tiles = cdiv(M, rows)
+        if direction == "fwd" and (itemsize == 4 or block_n <= FWD_ONE_TILE_MAX_N):
+            programs = programs or tiles  # one tile per program (see FWD_ONE_TILE_MAX_N)
         programs = programs or sms * (per_sm or max(1, 16 // num_warps))
     else:  # long rows, two passes over tiles
         rows = rows or tiled_default[1]
@@ -519,7 +529,7 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
         mean.fill_(float("nan"))  # the statistics of empty rows are undefined, as in torch
         rstd.fill_(float("nan"))
         return y, mean, rstd
-    cfg = norm_config(m, n, "fwd", x.device, **knobs)
+    cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), **knobs)
     x2, y2 = _as_rows(x, n), y.view(-1, n)
     w = weight.contiguous() if weight is not None else x2
     b = bias.contiguous() if bias is not None else x2
@@ -530,7 +540,7 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
         consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages}
     if knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, args, consts, cfg.num_warps, x.device)
-        cfg = norm_config(m, n, "fwd", x.device, per_sm=per_sm, **knobs)
+        cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), per_sm=per_sm, **knobs)
     kernel[(cfg.programs,)](*args, **consts, num_warps=cfg.num_warps)
     return y, mean, rstd
 
