@@ -74,3 +74,26 @@ def test_markdown_table_aligns_the_columns_asked_for():
 
     table = markdown_table(["name", "rate"], [["a", "1"], ["b", "22"]], right=(1,))
     assert table.splitlines() == ["| name | rate |", "|---|---:|", "| a | 1 |", "| b | 22 |"]
+
+
+def test_strategies_table_has_a_row_for_every_recorded_pair(sample_doc):
+    # Each strategy names two variants of one case; a row appears when a run recorded both, with
+    # the speedup as the ratio of their times.
+    strategy, lesson, kernel, direction, dtype, shape, before, after = report.STRATEGIES[0]
+    base = dict(kernel=kernel, direction=direction, dtype=dtype, shape=shape, GBps=1.0, TFLOPS=None)
+    doc = dict(sample_doc, records=[dict(base, variant=before, ms=3.0), dict(base, variant=after, ms=1.5)])
+    rows = [line for line in report.strategies_table(doc).splitlines() if line.startswith(f"| {strategy}")]
+    assert len(rows) == 1 and rows[0].endswith("| 2.00x |")
+    assert lesson in rows[0]
+    doc["records"].pop()
+    assert strategy not in report.strategies_table(doc)
+
+
+def test_every_strategy_is_in_the_recorded_runs():
+    # The names in STRATEGIES must match what the suites record: a typo would drop a row silently.
+    from tritonperf.bench import find_results, load
+
+    docs = [load(path) for path in find_results()]
+    assert docs, "no recorded results found"
+    for strategy, *_ in report.STRATEGIES:
+        assert any(f"| {strategy} |" in report.strategies_table(doc) for doc in docs), strategy

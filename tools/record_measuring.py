@@ -43,7 +43,7 @@ WAYS = [
     ("first call, host clock", "compilation included: what the first call of a new shape costs"),
     ("host clock, no synchronize", "measures the launch only: the kernel is still running when the clock stops"),
     ("host clock, synchronize", "kernel + launch overhead + synchronization, same input each call"),
-    ("CUDA events, same input", "device time, but the input stays in L2 between calls"),
+    ("CUDA events, same input", "events around each call; the GPU waits for the host between them, and the input stays in L2"),
     ("do_bench (L2 flushed)", "device time from cold L2; host launch time counted when it exceeds the flush"),
     ("CUDA graph, rotated inputs", "what tritonperf reports: device time, cold inputs, no host overhead"),
 ]

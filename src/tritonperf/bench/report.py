@@ -194,9 +194,11 @@ def roofline_page(paths: list, image_dir, image_url: str) -> str:
     return "\n".join(parts) or "No recorded run with a matmul ceiling yet: run `nox -s bench` on a GPU.\n"
 
 
+#: The attention shape of the strategies table: 16k tokens of 16 heads of 128, not causal.
+ATTENTION_CASE = {"B": 4, "H": 16, "N": 4096, "D": 128, "causal": False}
 #: The optimization chapter's before/after pairs, each a tuple of strategy, lesson page, kernel,
 #: direction, dtype, shape, variant before and variant after. Both variants come from one run.
-STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int], str, str]] = [
+STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]] = [
     ("fusion: one kernel instead of three", "plot_02_softmax", "softmax", "fwd", "float16", {"M": 4096, "N": 4096},
      "step-1-unfused", "step-2-fused-row"),
     ("coalescing: 2-D tiles instead of rows", "plot_04_transpose", "transpose", "fwd", "float32", {"M": 8192, "N": 8192},
@@ -223,6 +225,12 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int], str, str]] = [
      "step-3-autotuned", "step-4-persistent-tma"),
     ("fused epilogue (GELU)", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 4096, "N": 4096, "K": 4096},
      "torch-matmul-then-gelu", "step-5-fused-gelu"),
+    ("fusion with an online softmax: no N × N scores in memory", "plot_07_attention", "attention", "fwd", "float16",
+     ATTENTION_CASE, "step-1-naive", "step-2-one-config"),
+    ("blocks, warps and stages per head dim", "plot_07_attention", "attention", "fwd", "float16", ATTENTION_CASE,
+     "step-2-one-config", "tritonperf"),
+    ("recomputation: probabilities rebuilt from the log-sum-exp", "plot_07_attention", "attention", "bwd", "float16",
+     ATTENTION_CASE, "step-1-naive", "tritonperf"),
 ]
 
 
