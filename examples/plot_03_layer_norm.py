@@ -134,12 +134,13 @@ for block, rows_per_tile, warps in FWD_CONFIGS:
     print(f"{block:>13} {rows_per_tile:>10} {warps:>6}")
 
 # %%
-# * **A persistent grid.** The launcher starts as many programs as the GPU runs at once (it asks
-#   the compiled kernel for its registers and shared memory, and works out how many fit on an
-#   SM), and each program walks tiles ``p, p + P, p + 2P, …``: weight and bias are loaded once per
-#   program instead of once per row, and programs running side by side read neighbouring memory.
-#   Launching more programs than fit would be worse than launching fewer: the extra ones would
-#   start only after others had finished their whole share.
+# * **A persistent grid for long 16-bit rows.** Above 4096 columns in float16 and bfloat16, the
+#   launcher starts as many programs as the GPU runs at once (it asks the compiled kernel for its
+#   registers and shared memory, and works out how many fit on an SM), and each program walks
+#   tiles ``p, p + P, p + 2P, …``: weight and bias are loaded once per program instead of once
+#   per tile. Launching more programs than fit would be worse than launching fewer: the extra
+#   ones would start only after others had finished their whole share. For float32 and for
+#   shorter rows, one program per tile measured faster, and that is what runs.
 # * **Long rows in two passes.** Above 16384 columns a row no longer fits in registers (compiled
 #   for Hopper, 32768 columns in 32 warps already spill), and the program streams it through
 #   8192-element tiles: a first pass gathers the statistics, a second pass re-reads the row, which
@@ -342,12 +343,12 @@ for doc, live in results:
 # * **Step 1 → step 2**: more warps for long rows is what keeps step 1 from spilling registers
 #   at 65536 columns (step 1 spills so much there that the benchmark leaves it out). Below
 #   that, read the plots rather than the rule: in the recorded H200 run, step 1's four warps
-#   are *faster* than step 2 from 4096 to 16384 columns, and faster than ``tritonperf``'s
-#   forward there too. The final kernel's choice of warps for those lengths is not yet the
-#   best one, and the table says so.
+#   are *faster* than step 2 from 4096 to 16384 columns, and level with or faster than
+#   ``tritonperf``'s forward there too. The final kernel's choice of warps for those lengths is
+#   not yet the best one, and the table says so.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
-#   2048 columns, where one row is too little work for a program; the persistent grid and the
-#   two-pass path carry the speed to the longest rows.
+#   2048 columns, where one row is too little work for a program; the two-pass path carries the
+#   speed to rows too long for registers.
 # * **Backward step 1 → tritonperf**: the atomics' queue is the whole difference. The partial-sum
 #   scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no waiting.
 #
