@@ -35,6 +35,17 @@ def test_matmul_records_carry_their_own_counts(sample_doc):
     assert p.intensity == pytest.approx(2 * 2**30 / (6 * 2**20))
 
 
+def test_attention_records_carry_their_own_counts(sample_doc):
+    # 4·B·H·N²·D operations over q, k, v and o read or written once: B=1, H=1, N=1024, D=64 in float16.
+    flops, nbytes = 4 * 1024**2 * 64, 4 * 1024 * 64 * 2
+    sample_doc["records"].append({"kernel": "attention", "variant": "tritonperf", "direction": "fwd", "dtype": "float16",
+                                  "shape": {"B": 1, "H": 1, "N": 1024, "D": 64, "causal": False}, "ms": 0.01,
+                                  "GBps": nbytes / 0.01 * 1e-6, "TFLOPS": flops / 0.01 * 1e-9})
+    p = next(p for p in roofline.points(sample_doc) if p.kernel == "attention")
+    assert p.intensity == pytest.approx(flops / nbytes)
+    assert p.roof == pytest.approx(min(500, 1000 * flops / nbytes * 1e-3))
+
+
 def test_no_matmul_ceiling(sample_doc, tmp_path):
     del sample_doc["ceilings"]["matmul_fp16_TFLOPS"]
     with pytest.raises(ValueError, match="no 16-bit matmul ceiling"):
@@ -61,3 +72,11 @@ def test_strategies_table_pairs_records_of_one_run(sample_doc):
     table = strategies_table(sample_doc)
     assert "wide blocks: vectorized loads" in table and "| 4.00x |" in table
     assert "softmax" not in table  # strategies without both records are left out, not invented
+
+
+def test_float8_points_use_the_float8_ceiling(sample_doc):
+    sample_doc["ceilings"]["matmul_fp8_TFLOPS"] = 1000.0
+    assert roofline.roof(sample_doc, 1e6, "float8_e4m3fn") == 1000.0
+    assert roofline.roof(sample_doc, 1e6, "float16") == 500.0  # the 16-bit ceiling of SAMPLE_DOC
+    del sample_doc["ceilings"]["matmul_fp8_TFLOPS"]
+    assert roofline.roof(sample_doc, 1e6, "float8_e4m3fn") == 500.0

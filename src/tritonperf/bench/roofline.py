@@ -5,7 +5,7 @@ arithmetic intensity of ``F / B`` operations per byte. With a memory bandwidth `
 and a compute peak ``P`` (operations/s), it cannot run faster than ``min(P, W * F / B)``: the
 roof. Both ceilings come from the same run as the records (``copy_GBps`` and torch's matmul).
 
-Matmul records carry their own operation counts. The memory-bound kernels are recorded in GB/s;
+Matmul and attention records carry their own operation counts (attention: its matmuls only). The memory-bound kernels are recorded in GB/s;
 for them this module counts operations per element of the ``M x N`` (or ``N``) input with the
 convention below, forward passes only: any fair count gives an intensity far below one
 operation per byte, which is the point the roofline makes.
@@ -52,9 +52,16 @@ def peak_tflops(doc: dict[str, Any]) -> float:
     return max(rates)
 
 
-def roof(doc: dict[str, Any], intensity: float) -> float:
-    """The roof in TFLOPS at ``intensity`` operations per byte."""
-    return min(peak_tflops(doc), doc["ceilings"]["copy_GBps"] * intensity * 1e-3)
+def roof(doc: dict[str, Any], intensity: float, dtype: str | None = None) -> float:
+    """The roof in TFLOPS at ``intensity`` operations per byte.
+
+    The compute ceiling is the 16-bit one, or the run's float8 matmul ceiling for a float8
+    ``dtype`` (the Tensor Cores run float8 at twice the 16-bit rate).
+    """
+    peak = peak_tflops(doc)
+    if dtype and dtype.startswith("float8") and "matmul_fp8_TFLOPS" in doc["ceilings"]:
+        peak = doc["ceilings"]["matmul_fp8_TFLOPS"]
+    return min(peak, doc["ceilings"]["copy_GBps"] * intensity * 1e-3)
 
 
 def ridge(doc: dict[str, Any]) -> float:
@@ -68,7 +75,7 @@ def points(doc: dict[str, Any], variant: str = "tritonperf") -> list[Point]:
     for r in doc["records"]:
         if r["variant"] != variant or r["direction"] != "fwd":
             continue
-        if r["kernel"] == "matmul" and r["TFLOPS"]:
+        if r["TFLOPS"]:  # matmul and attention count their own operations
             flops = r["TFLOPS"] * r["ms"] * 1e9
             nbytes = (r["GBps"] or 0) * r["ms"] * 1e6
             tflops = r["TFLOPS"]
@@ -81,7 +88,7 @@ def points(doc: dict[str, Any], variant: str = "tritonperf") -> list[Point]:
         if nbytes <= 0:
             continue
         intensity = flops / nbytes
-        out.append(Point(r["kernel"], r["dtype"], dict(r["shape"]), intensity, tflops, roof(doc, intensity)))
+        out.append(Point(r["kernel"], r["dtype"], dict(r["shape"]), intensity, tflops, roof(doc, intensity, r["dtype"])))
     return out
 
 
@@ -94,6 +101,9 @@ def plot_roofline(doc: dict[str, Any], *, live: bool = False) -> Figure:
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     ax.plot(xs, [roof(doc, x) for x in xs], color="black", linewidth=1.5,
             label=f"roof: copy {doc['ceilings']['copy_GBps']:,.0f} GB/s, matmul {peak_tflops(doc):,.0f} TFLOPS")
+    if any(p.dtype.startswith("float8") for p in pts) and "matmul_fp8_TFLOPS" in doc["ceilings"]:
+        ax.plot(xs, [roof(doc, x, "float8") for x in xs], color="black", linewidth=1, linestyle="--",
+                label=f"float8 roof: matmul {doc['ceilings']['matmul_fp8_TFLOPS']:,.0f} TFLOPS")
     ax.axvline(ridge(doc), color="gray", linestyle=":", linewidth=1, label=f"ridge point: {ridge(doc):,.0f} FLOP/byte")
     for kernel in sorted({p.kernel for p in pts}):
         mine = [p for p in pts if p.kernel == kernel]
