@@ -199,15 +199,39 @@ print("float8 with scales matches the reference")
 # Variants, all measured in one run: ``tritonperf`` (the persistent TMA kernel, autotuned);
 # ``torch`` (``torch.matmul``, i.e. cuBLAS; ``torch._scaled_mm`` for float8); the steps above;
 # and the fused epilogue ``step-5-fused-gelu`` against ``torch-matmul-then-gelu``. The dashed line
-# is torch's own matmul at 8192³ in the same dtype, measured in the same run.
+# is torch's own matmul at 8192³ in the same dtype, measured in the same run. First the square
+# sizes, then the shapes of a transformer layer's projections.
+
+
+def square(shape):
+    return shape["M"] == shape["N"] == shape["K"]
+
 
 results = live_or_recorded("matmul")
 if not results:
     print("No GPU here and no recorded matmul results found: the plots below are skipped.")
 for doc, live in results:
+    gpu = doc["provenance"]["gpu"]
     for dtype in ("float16", "bfloat16", "float8_e4m3fn"):
         if any(r["kernel"] == "matmul" and r["dtype"] == dtype for r in doc["records"]):
-            plot_results(doc, "matmul", dtype, live=live, title=f"matmul, {dtype}, {doc['provenance']['gpu']}")
+            plot_results(doc, "matmul", dtype, live=live, select=square, series=(),
+                         title=f"matmul, {dtype}, square M = N = K, {gpu}")
+    plot_results(doc, "matmul", "float16", live=live, select=lambda shape: not square(shape),
+                 title=f"matmul, float16, transformer shapes (M × N × K), {gpu}")
+
+# %%
+# What each step bought, at 8192³ and 2048³ in float16 and against the torch variant of the
+# same run (above 1.00 means faster than it):
+
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    for size in (8192, 2048):
+        case = [r for r in doc["records"] if r["kernel"] == "matmul" and r["dtype"] == "float16"
+                and r["shape"] == {"M": size, "N": size, "K": size}]
+        torch_ms = next((r["ms"] for r in case if r["variant"] == "torch"), None)
+        for r in sorted(case, key=lambda r: r["variant"]):
+            versus = f"{torch_ms / r['ms']:.2f}x torch" if torch_ms else ""
+            print(f"  {size}^3 {r['variant']:24} {r['TFLOPS']:6.0f} TFLOPS  {versus}")
 
 # %%
 # On the roofline

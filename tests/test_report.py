@@ -97,3 +97,18 @@ def test_every_strategy_is_in_the_recorded_runs():
     assert docs, "no recorded results found"
     for strategy, *_ in report.STRATEGIES:
         assert any(f"| {strategy} |" in report.strategies_table(doc) for doc in docs), strategy
+
+
+def test_plot_select_and_series(sample_doc):
+    # select drops records by shape; series=() draws one line per variant whatever the other keys.
+    for r in sample_doc["records"]:
+        r["shape"] = {"M": r["shape"]["N"] // 4, "N": r["shape"]["N"]}
+    fig = plot_results(sample_doc, "vector_add", "float32", live=False, series=())
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels[0] == "tritonperf" and set(labels[1:3]) == {"torch", "step-1-block-128"}
+    small = min(r["shape"]["N"] for r in sample_doc["records"])
+    fig = plot_results(sample_doc, "vector_add", "float32", live=False, select=lambda s: s["N"] == small)
+    assert len(fig.axes[0].patches) == 3  # one shape left: grouped bars, one per variant
+    with pytest.raises(ValueError, match="no fwd records"):
+        plot_results(sample_doc, "vector_add", "float32", live=False, select=lambda s: False)
+    plt.close("all")

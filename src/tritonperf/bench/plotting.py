@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -37,23 +38,40 @@ def variant_order(variant: str) -> tuple:
 
 
 def plot_results(
-    doc: dict[str, Any], kernel: str, dtype: str, *, live: bool, direction: str = "fwd", title: str | None = None
+    doc: dict[str, Any],
+    kernel: str,
+    dtype: str,
+    *,
+    live: bool,
+    direction: str = "fwd",
+    title: str | None = None,
+    select: Callable[[dict[str, Any]], bool] | None = None,
+    series: Sequence[str] | None = None,
 ) -> Figure:
     """Rate of every variant of ``kernel`` in one document, with the measured ceiling.
 
-    Rate against the spec's x key (one line per variant and value of the other
-    shape keys) when that gives lines of several points; otherwise grouped bars,
-    one group per shape. The caption under the plot says where and when the numbers
-    were measured, and whether they were measured live or read from recorded results.
+    Rate against the spec's x key (one line per variant and value of the ``series`` shape keys)
+    when that gives lines of several points; otherwise grouped bars, one group per shape. The
+    caption under the plot says where and when the numbers were measured, and whether they were
+    measured live or read from recorded results.
+
+    Args:
+        select: keeps only the records whose shape it accepts, e.g. ``lambda s: s["D"] == 128``.
+        series: the shape keys whose values split the lines (default: every key but the x key).
+            Keys that change together with x, like the batch of an attention run whose tokens
+            are fixed, belong out of it.
     """
     spec = next(s for s in specs_for(kernel) if s.direction == direction)
     metric, x = spec.metric, spec.x
-    rows = [r for r in doc["records"] if r["kernel"] == kernel and r["dtype"] == dtype and r["direction"] == direction]
+    rows = [
+        r for r in doc["records"]
+        if r["kernel"] == kernel and r["dtype"] == dtype and r["direction"] == direction and (select is None or select(r["shape"]))
+    ]
     if not rows:
         raise ValueError(f"no {direction} records of {kernel} in {dtype}")
     lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
-        rest = ", ".join(f"{k}={v}" for k, v in r["shape"].items() if k != x)
+        rest = ", ".join(f"{k}={v}" for k, v in r["shape"].items() if k != x and (series is None or k in series))
         label = f"{r['variant']} ({rest})" if rest else r["variant"]
         lines[label].append((r["shape"][x], r[metric]))
 
