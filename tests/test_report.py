@@ -89,14 +89,17 @@ def test_strategies_table_has_a_row_for_every_recorded_pair(sample_doc):
     assert strategy not in report.strategies_table(doc)
 
 
-def test_every_strategy_is_in_the_recorded_runs():
-    # The names in STRATEGIES must match what the suites record: a typo would drop a row silently.
-    from tritonperf.bench import find_results, load
+def test_every_strategy_names_what_a_suite_records():
+    # The names in STRATEGIES must match the suites' variants, shapes and dtypes: a typo would
+    # drop a row from the chapter's table silently.
+    from tritonperf.bench.specs import specs_for
 
-    docs = [load(path) for path in find_results()]
-    assert docs, "no recorded results found"
-    for strategy, *_ in report.STRATEGIES:
-        assert any(f"| {strategy} |" in report.strategies_table(doc) for doc in docs), strategy
+    for strategy, _, kernel, direction, dtype, shape, before, after in report.STRATEGIES:
+        for variant in (before, after):  # a kernel may split its variants over several specs
+            spec = next((s for s in specs_for(kernel) if s.direction == direction and variant in s.variants), None)
+            assert spec is not None, (strategy, variant)
+            assert shape in list(spec.shapes), (strategy, variant)
+            assert dtype in [str(d).removeprefix("torch.") for d in spec.dtypes], (strategy, variant)
 
 
 def test_plot_select_and_series(sample_doc):

@@ -219,6 +219,8 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]
      "step-1-atomic-sums", "tritonperf"),
     ("grouped program order (L2 reuse)", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 8192, "N": 8192, "K": 8192},
      "step-1-tiles", "step-2-grouped"),
+    ("software pipelining: 4 stages instead of 1", "plot_06_matmul", "matmul", "fwd", "float16",
+     {"M": 8192, "N": 8192, "K": 8192}, "step-2-grouped-1-stage", "step-2-grouped"),
     ("autotuned tiles, warps and stages", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 8192, "N": 8192, "K": 8192},
      "step-2-grouped", "step-3-autotuned"),
     ("persistent grid with TMA", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 8192, "N": 8192, "K": 8192},

@@ -11,6 +11,9 @@ the same errors.
 * step 2, :func:`matmul_grouped`: the same tiles and configuration, programs numbered in groups
   of 8 tile rows (``GROUP_M = 8``), so that the programs running together reuse each other's
   panels of A and B from L2 instead of reading them from memory again.
+* beside step 2, :func:`matmul_grouped_one_stage`: step 2 with ``num_stages=1``, so that the
+  loads of the next K tile are no longer issued while the Tensor Cores work on the current one:
+  what software pipelining is worth, measured.
 * step 3, :func:`matmul_autotuned`: the pointer kernel with the configuration the autotuner
   chooses for each shape and dtype (``method="tiles"``).
 * step 4, :func:`matmul_persistent_tma`: one program per SM looping over tiles, with operands
@@ -40,6 +43,11 @@ def matmul_grouped(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return matmul(a, b, group_m=DEFAULT_GROUP_M, **STEP_TILE)
 
 
+def matmul_grouped_one_stage(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Step 2 without software pipelining (``num_stages=1``): each K tile is loaded, then multiplied."""
+    return matmul(a, b, group_m=DEFAULT_GROUP_M, **(STEP_TILE | {"num_stages": 1}))
+
+
 def matmul_autotuned(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Step 3: grouped order with the tile shape, warps and stages the autotuner picks per shape."""
     return matmul(a, b, method="tiles")
@@ -55,4 +63,4 @@ def matmul_fused_gelu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return matmul(a, b, activation="gelu")
 
 
-STEPS = [matmul_tiles, matmul_grouped, matmul_autotuned, matmul_persistent_tma, matmul_fused_gelu]
+STEPS = [matmul_tiles, matmul_grouped, matmul_grouped_one_stage, matmul_autotuned, matmul_persistent_tma, matmul_fused_gelu]

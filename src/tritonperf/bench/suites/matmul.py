@@ -5,8 +5,9 @@ The LLM shapes are the projections of a transformer layer at a large batch of to
 Every variant allocates its output, as ``torch.matmul`` does, and the rate counts the
 ``2·M·N·K`` operations of the product only.
 
-* float16 and bfloat16: ours (autotuned) against ``torch.matmul`` (cuBLAS), the lesson's steps,
-  and the fused epilogue: ``gelu(a @ b)`` in one kernel (``step-5-fused-gelu``) against
+* float16 and bfloat16: ours (autotuned) against ``torch.matmul`` (cuBLAS), the lesson's steps
+  (with step 2 also run without software pipelining, ``step-2-grouped-1-stage``), and the fused
+  epilogue: ``gelu(a @ b)`` in one kernel (``step-5-fused-gelu``) against
   ``torch.matmul`` followed by ``torch.nn.functional.gelu`` (``torch-matmul-then-gelu``).
   ``tritonperf`` runs the persistent TMA kernel where it can (step 4 pins that choice).
 * float8_e4m3fn with per-tensor scales and bfloat16 output: ours against ``torch._scaled_mm``,
@@ -20,7 +21,14 @@ import torch
 import torch.nn.functional as F
 
 from ...kernels.matmul import matmul, matmul_bytes, matmul_flops
-from ...ladders.matmul import matmul_autotuned, matmul_fused_gelu, matmul_grouped, matmul_persistent_tma, matmul_tiles
+from ...ladders.matmul import (
+    matmul_autotuned,
+    matmul_fused_gelu,
+    matmul_grouped,
+    matmul_grouped_one_stage,
+    matmul_persistent_tma,
+    matmul_tiles,
+)
 from ...testing import random_tensor
 from ..specs import BenchSpec, Shape
 
@@ -81,6 +89,7 @@ def specs() -> list[BenchSpec]:
                 "torch": torch.matmul,
                 "step-1-tiles": matmul_tiles,
                 "step-2-grouped": matmul_grouped,
+                "step-2-grouped-1-stage": matmul_grouped_one_stage,
                 "step-3-autotuned": matmul_autotuned,
                 "step-4-persistent-tma": matmul_persistent_tma,
                 "step-5-fused-gelu": matmul_fused_gelu,

@@ -1,0 +1,520 @@
+"""
+Fused attention: scores that never reach memory
+===============================================
+
+Attention multiplies queries by keys, takes a softmax over each row of scores and multiplies
+the probabilities by the values. Run as separate operations it writes an ``N × N`` matrix per
+head to memory; fused into one kernel it keeps each block of scores in registers, and the
+Tensor Cores set its speed instead of the memory bus. You will learn:
+
+* how much memory the unfused version needs, and the sequence length at which a GPU runs out;
+* how the **online softmax** lets one program stream blocks of keys and values past a block of
+  queries, rescaling its partial sums whenever a row's maximum grows;
+* why the forward pass saves one number per row, the **log-sum-exp**;
+* how a **launch configuration per head dim**, **causal** block skipping and **grouped-query**
+  heads fit into the same kernel;
+* how the backward pass **recomputes** the probabilities instead of storing them, and why it
+  is split into two kernels that need no atomic additions;
+* how the result compares with torch's attention backends, from measurements.
+
+To run this script yourself you need torch, triton and the ``tritonperf`` package
+(``pip install -e .`` from a clone of the guide's repository). On a CUDA GPU it runs at
+full size and measures live; anywhere else Triton's interpreter runs the kernels on the CPU at
+small sizes, and the plots come from recorded results.
+"""
+
+# %%
+# Where the kernels run
+# ---------------------
+
+import inspect
+import math
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+import tritonperf  # before triton: it switches on the interpreter when there is no GPU
+
+# isort: split
+from tritonperf import runtime
+from tritonperf.bench import find_results, live_or_recorded, load, plot_results
+from tritonperf.bench.roofline import plot_roofline, ridge
+from tritonperf.bench.suites.attention import CHANNELS, HEAD_DIMS, SEQ_LENS, TOKENS
+from tritonperf.kernels.attention import (
+    BWD_DKDV_CONFIGS,
+    BWD_DQ_CONFIGS,
+    FWD_CONFIGS,
+    _dkdv_blocks,
+    _fwd_blocks,
+    attention_config,
+    attention_fwd_kernel,
+    attention_lse_reference,
+)
+from tritonperf.ladders.attention import (
+    STEP2_CONFIG,
+    attention_fused_one_config,
+    attention_fused_tuned,
+    attention_naive,
+    naive_scores_bytes,
+)
+from tritonperf.testing import assert_close, random_tensor, relative_error
+
+print(runtime.describe())
+DEVICE = runtime.default_device()
+ON_GPU = runtime.MODE == "gpu"
+
+# %%
+# The case for fusion
+# -------------------
+# For one head with ``N`` positions and head dim ``D``, attention computes ``S = Q Kᵀ · scale``,
+# ``P = softmax(S)`` row by row, and ``O = P V``. The two matmuls do ``4·N²·D`` operations; the
+# inputs and the output are ``4·N·D`` elements. Everything of size ``N²`` is an intermediate.
+#
+# Written as torch operations, each intermediate is a tensor in memory. The benchmark keeps the
+# work of one transformer layer fixed: ``B · N`` tokens and ``H · D`` channels, constant, so ``B``
+# shrinks as ``N`` grows. The score matrices then grow linearly with ``N`` while the inputs stay
+# the same size:
+
+GB = 1e9
+
+
+def fused_footprint(B, H, N, D, dtype=torch.float16):
+    """Bytes the fused kernel keeps in memory: q, k, v and o, plus one float32 log-sum-exp per row."""
+    # attention_bytes counts each of the four tensors once: exactly their size.
+    return tritonperf.attention_bytes(B, H, N, D, dtype) + B * H * N * 4
+
+
+print(f"{TOKENS} tokens, {CHANNELS} channels, float16")
+print("   D   H      N   B   scores (step 1)   q, k, v, o and lse")
+for d in HEAD_DIMS:
+    h = CHANNELS // d
+    for n in SEQ_LENS:
+        b = TOKENS // n
+        print(f"{d:4} {h:3} {n:6} {b:3}   {naive_scores_bytes(b, h, n) / GB:10.1f} GB   {fused_footprint(b, h, n, d) / GB:12.2f} GB")
+
+# %%
+# One long sequence is where this breaks. With ``B = 1`` the scores of a layer take ``H·N²``
+# elements, so the length at which they alone fill a GPU follows from its capacity (step 1 holds
+# more than the scores at its peak: its float32 softmax is twice their size again):
+
+capacities = {"80 GB": 80 * GB, "141 GB": 141 * GB}
+if ON_GPU:
+    capacities["this GPU"] = torch.cuda.get_device_properties(DEVICE).total_memory
+for d in HEAD_DIMS:
+    h = CHANNELS // d
+    per_n_squared = naive_scores_bytes(1, h, 1)
+    for name, capacity in capacities.items():
+        longest = math.isqrt(int(capacity) // per_n_squared)
+        print(f"D = {d:3}, {h} heads: the scores of one sequence fill {name} past N = {longest:,}")
+
+lengths = [2**i for i in range(10, 18)]
+h, d = CHANNELS // 64, 64
+fig, ax = plt.subplots(figsize=(8, 4.6), facecolor="white", layout="constrained")
+ax.plot(lengths, [naive_scores_bytes(1, h, n) / GB for n in lengths], marker="o", label="step 1: the N × N scores")
+ax.plot(lengths, [fused_footprint(1, h, n, d) / GB for n in lengths], marker="o", label="fused: q, k, v, o and the log-sum-exp")
+for (name, capacity), style in zip(capacities.items(), ("--", ":", "-."), strict=False):
+    ax.axhline(capacity / GB, color="black", linestyle=style, linewidth=1, label=f"GPU memory: {name}")
+ax.set_xscale("log", base=2)
+ax.set_yscale("log")
+ax.set_xlabel("sequence length N")
+ax.set_ylabel("GB")
+ax.grid(True, alpha=0.3)
+ax.legend(fontsize="small")
+ax.set_title(f"Memory of one float16 sequence, {h} heads of D = {d}")
+
+# %%
+# Bytes are also time. Step 1 writes the scores, reads them for the softmax, writes the
+# probabilities and reads them again for the second matmul, so its memory traffic grows with
+# ``N²`` as well. The fused kernel moves only ``q``, ``k``, ``v`` and ``o``: its operations per
+# byte grow with ``N`` (``N / 2`` in float16), and past the ridge point of a GPU it is
+# :term:`compute-bound`:
+
+for n in SEQ_LENS:
+    flops = tritonperf.attention_flops(1, 1, n, 128)
+    print(f"N = {n:5}, D = 128: {flops / tritonperf.attention_bytes(1, 1, n, 128, torch.float16):6.0f} FLOP per byte")
+for path in find_results():
+    doc = load(path)
+    print(f"ridge point of the recorded run on {doc['provenance']['gpu']}: {ridge(doc):.0f} FLOP per byte")
+
+# %%
+# Step 1: attention in torch
+# --------------------------
+# The version a torch user writes first: two ``torch.matmul`` calls around ``torch.softmax``.
+# The softmax runs in float32, as torch's half-precision softmax accumulates anyway. Key and
+# value heads are repeated when there are fewer of them than query heads.
+
+print(inspect.getsource(attention_naive))
+
+# %%
+# Every check on this page compares with :func:`~tritonperf.attention_reference`, the same
+# formula computed in float64. The sequence length is not a multiple of any block size, so the
+# last block of every kernel is partial. On the CPU only float16 is checked: the interpreter
+# computes bfloat16 wrongly.
+
+B, H, N, D = (2, 8, 1823, 128) if ON_GPU else (2, 4, 97, 64)
+DTYPES = (torch.float16, torch.bfloat16) if ON_GPU else (torch.float16,)
+
+
+def qkv(dtype, kv_heads=H):
+    q = random_tensor((B, H, N, D), dtype, DEVICE)
+    k, v = (random_tensor((B, kv_heads, N, D), dtype, DEVICE) for _ in range(2))
+    return q, k, v
+
+
+for dtype in DTYPES:
+    q, k, v = qkv(dtype)
+    for causal in (False, True):
+        assert_close(attention_naive(q, k, v, causal), tritonperf.attention_reference(q, k, v, causal), dtype)
+    print(f"step 1, {B} x {H} x {N} x {D} {dtype}: matches the reference, causal and not")
+
+# %%
+# Step 2: one kernel, the online softmax
+# --------------------------------------
+# The fused kernel gives each program ``BLOCK_M`` query rows of one head and loops over the
+# keys and values in blocks of ``BLOCK_N`` rows. A row's softmax needs the maximum and the sum
+# over all of its scores, and the program sees them one block at a time. The
+# :term:`online softmax` solves this the way the softmax lesson did for long rows, with one
+# addition: besides the running maximum ``m_i`` and the running sum ``l_i`` of
+# ``exp(s - m_i)``, each row keeps an accumulator of the probabilities times ``V``.
+#
+# When a block raises a row's maximum from ``m_old`` to ``m_new``, every term summed so far was
+# computed against ``m_old`` and is too large by a factor ``exp(m_new - m_old)``. Multiplying
+# ``l_i`` and the accumulator by ``alpha = exp(m_old - m_new)`` corrects all of them at once;
+# then the block's own terms, computed against ``m_new``, are added. On the first block
+# ``m_old`` is ``-inf`` and ``alpha`` is 0. After the last block, dividing the accumulator by
+# ``l_i`` gives the output rows. The same loop in float64 torch, on 200 keys in blocks of 64:
+
+rows, keys, block = 8, 200, 64
+scale = 16**-0.5
+q_rows = random_tensor((rows, 16), torch.float64, "cpu")
+k_all, v_all = random_tensor((keys, 16), torch.float64, "cpu"), random_tensor((keys, 16), torch.float64, "cpu")
+
+m_i = torch.full((rows,), float("-inf"), dtype=torch.float64)
+l_i = torch.zeros(rows, dtype=torch.float64)
+acc = torch.zeros((rows, 16), dtype=torch.float64)
+for k_block, v_block in zip(k_all.split(block), v_all.split(block), strict=True):
+    s = q_rows @ k_block.T * scale
+    m_new = torch.maximum(m_i, s.amax(dim=1))
+    alpha = torch.exp(m_i - m_new)
+    p = torch.exp(s - m_new[:, None])
+    l_i = l_i * alpha + p.sum(dim=1)
+    acc = acc * alpha[:, None] + p @ v_block
+    m_i = m_new
+out, lse = acc / l_i[:, None], m_i + torch.log(l_i)
+
+scores = q_rows @ k_all.T * scale
+print(f"output: largest difference from softmax(S) V      {(out - torch.softmax(scores, 1) @ v_all).abs().max():.1e}")
+print(f"log-sum-exp: largest difference from logsumexp(S) {(lse - torch.logsumexp(scores, 1)).abs().max():.1e}")
+
+# %%
+# ``m_i + log(l_i)`` is the log of the sum of ``exp(s)`` over the whole row: the row's
+# **log-sum-exp**. With it, any probability can be rebuilt as ``exp(s - lse)``, without the
+# maximum or the sum. The kernel writes it, one float32 per row, for the backward pass.
+#
+# The kernel is that loop with the blocks held in registers. Its inner loop, a ``@triton.jit``
+# helper the kernel calls once per range of key blocks:
+
+print(inspect.getsource(_fwd_blocks.fn))
+
+# %%
+# A few things differ from the torch loop:
+#
+# * ``exp2`` replaces ``exp``: the GPU has an instruction for it. ``log2(e)`` is folded into the
+#   score scale, so the scale and the change of base cost one multiply-add per score.
+# * ``tl.dot`` runs on the :term:`Tensor Cores <Tensor Core>` with a float32 accumulator;
+#   ``P`` is cast back to the inputs' dtype for the second matmul, as they require.
+# * Masks are compile-time switches. Most blocks need none; only the last, partial block and
+#   the blocks on the causal diagonal pay for the comparisons.
+#
+# The kernel around it loads the query block once, runs the helper over the key ranges, divides
+# by ``l_i`` and stores the output and the log-sum-exp (converted from base 2 to natural log):
+
+print(inspect.getsource(attention_fwd_kernel.fn))
+
+# %%
+# Step 2 is this kernel with one fixed launch configuration for every head dim, causal or not
+# (``STEP2_CONFIG``). Its output and log-sum-exp against the float64 reference:
+
+print(f"step 2 launches every problem with {STEP2_CONFIG}")
+for dtype in DTYPES:
+    q, k, v = qkv(dtype)
+    for causal in (False, True):
+        assert_close(attention_fused_one_config(q, k, v, causal), tritonperf.attention_reference(q, k, v, causal), dtype)
+        _, lse = tritonperf.attention_fwd(q, k, v, causal)
+        assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+    print(f"step 2, {dtype}: output and log-sum-exp match the reference, causal and not")
+
+# %%
+# Step 3: a configuration per head dim
+# ------------------------------------
+# One configuration cannot suit every head dim. A program holds its query block, its float32
+# accumulator (``BLOCK_M × D``) and one block of scores (``BLOCK_M × BLOCK_N``) in
+# registers. Larger query blocks read each key and value block for more rows, so they move
+# fewer bytes per operation, but past 255 registers per thread the compiler :term:`spills
+# <spill>` to local memory. The package's table was chosen per head dim by compiling each
+# candidate for Hopper and keeping only those that do not spill. For each entry, the float32
+# values a thread holds for the accumulator and the scores:
+
+print("  D   BLOCK_M  BLOCK_N  warps  stages   acc + scores per thread")
+for d in sorted({d for d, _, _ in FWD_CONFIGS}):
+    cfg = FWD_CONFIGS[(d, False, torch.float16)]
+    threads = 32 * cfg.num_warps
+    per_thread = (cfg.block_m * d + cfg.block_m * cfg.block_n) // threads
+    print(f"{d:3}   {cfg.block_m:7}  {cfg.block_n:7}  {cfg.num_warps:5}  {cfg.num_stages:6}   {per_thread:8}")
+print(f"in this run attention_config gives {attention_config(D, False, torch.float16)}")
+
+# %%
+# In the interpreter every launch uses the small blocks printed last, so that the short test
+# sequences span several blocks. :func:`tritonperf.attention` runs step 3: the same kernel,
+# the table's configuration.
+#
+# Causal attention
+# ~~~~~~~~~~~~~~~~
+# Query ``i`` sees keys ``0 … i`` only: half the scores are never needed. The kernel splits each
+# program's keys into three ranges. Key blocks left of the query block's first row are seen
+# whole by every row, and run without a mask. The band of blocks on the diagonal is masked.
+# Blocks right of it are never loaded. ``BLOCK_M`` is a multiple of ``BLOCK_N``, so the band is
+# made of whole key blocks. Programs with the most work are launched first, so that short ones
+# fill the gaps at the end. The map below follows those rules for the table's configuration at
+# ``D = 128`` and ``N = 1024``:
+
+cfg = FWD_CONFIGS[(128, True, torch.float16)]
+n_map = 1024
+q_blocks, k_blocks = n_map // cfg.block_m, n_map // cfg.block_n
+visits = torch.zeros((q_blocks, k_blocks), dtype=torch.int32)  # 0 skipped, 1 whole, 2 masked
+for i in range(q_blocks):
+    first, last = i * cfg.block_m // cfg.block_n, (i + 1) * cfg.block_m // cfg.block_n
+    visits[i, :first] = 1
+    visits[i, first:last] = 2
+loaded, masked = int((visits > 0).sum()), int((visits == 2).sum())
+print(f"causal, N = {n_map}, {cfg.block_m} x {cfg.block_n} blocks: {loaded} of {visits.numel()} blocks loaded "
+      f"({loaded / visits.numel():.0%}), {masked} of them masked")
+
+fig, ax = plt.subplots(figsize=(8, 4.4), facecolor="white", layout="constrained")
+ax.imshow(visits, cmap=plt.get_cmap("Greys", 3), vmin=0, vmax=2)
+ax.set_xlabel(f"key block ({cfg.block_n} keys)")
+ax.set_ylabel(f"query block ({cfg.block_m} rows)")
+ax.set_title("Causal forward: white skipped, grey whole, black masked")
+
+for dtype in DTYPES:
+    q, k, v = qkv(dtype)
+    assert_close(tritonperf.attention(q, k, v, causal=True), tritonperf.attention_reference(q, k, v, causal=True), dtype)
+    print(f"causal, {dtype}: matches the reference")
+
+# %%
+# Grouped-query attention
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Many models share each key and value head among a group of query heads, which shrinks the
+# key/value cache. The kernel takes ``k`` and ``v`` with ``H_kv`` heads, ``H`` a multiple of it,
+# and query head ``h`` reads key/value head ``h // (H / H_kv)``: only the address changes.
+
+for dtype in DTYPES:
+    q, k, v = qkv(dtype, kv_heads=H // 2)
+    for causal in (False, True):
+        assert_close(tritonperf.attention(q, k, v, causal), tritonperf.attention_reference(q, k, v, causal), dtype)
+    print(f"{H} query heads on {H // 2} key/value heads, {dtype}: matches the reference, causal and not")
+
+# %%
+# The backward pass
+# -----------------
+# With ``dO`` the gradient of the output, the chain rule through ``O = P V`` and the softmax
+# gives five matmuls per head::
+#
+#    dV = Pᵀ dO        dP = dO Vᵀ        dS = P ∘ (dP − δ)        dQ = dS K · scale        dK = dSᵀ Q · scale
+#
+# where ``δ`` holds, for each row, the sum of ``P ∘ dP`` along the row. Since the rows of ``P``
+# times ``V`` are the rows of ``O``, that sum equals the sum of ``dO ∘ O``: a small kernel
+# computes ``δ`` from ``dO`` and ``O`` once before the others start.
+#
+# Every gradient needs ``P``. Storing it would bring back the ``N²`` memory that the forward
+# avoided; instead the backward **recomputes** it block by block as ``exp(S - lse)`` from ``Q``,
+# ``K`` and the saved log-sum-exp. One more matmul per block buys memory that grows with ``N``
+# only:
+
+n = SEQ_LENS[-1]
+b, h = TOKENS // n, CHANNELS // 128
+print(f"N = {n}, {h} heads: P in float16 {naive_scores_bytes(b, h, n) / GB:.1f} GB, "
+      f"the log-sum-exp {b * h * n * 4 / 2**20:.1f} MiB")
+
+# %%
+# The remaining problem is the sums. ``dK`` and ``dV`` of one key block add up contributions from
+# every query block; ``dQ`` of one query block from every key block. A single kernel that owns
+# key blocks would have many programs adding into the same rows of ``dQ``, which takes atomic
+# additions: slower under contention, and with a result that depends on their order. The
+# package uses two kernels instead. The first owns a block of keys and values, keeps ``dK`` and
+# ``dV`` in float32 registers, and walks the query blocks that see it; with grouped heads it
+# also walks every query head of its group. Its inner loop:
+
+print(inspect.getsource(_dkdv_blocks.fn))
+
+# %%
+# This kernel's registers are the tightest: ``K``, ``V``, ``dK`` and ``dV`` of its key block stay
+# there for the whole loop, so its query blocks are small. The two tables of the backward:
+
+print("  D   dK/dV: BLOCK_M  BLOCK_N  warps  stages     dQ: BLOCK_M  BLOCK_N  warps  stages")
+for d in sorted({d for d, _, _ in FWD_CONFIGS}):
+    kv, dq_cfg = BWD_DKDV_CONFIGS[(d, False, torch.float16)], BWD_DQ_CONFIGS[(d, False, torch.float16)]
+    print(f"{d:3}   {kv.block_m:14}  {kv.block_n:7}  {kv.num_warps:5}  {kv.num_stages:6}  "
+          f"{dq_cfg.block_m:14}  {dq_cfg.block_n:7}  {dq_cfg.num_warps:5}  {dq_cfg.num_stages:6}")
+
+# %%
+# The second owns a block of queries and walks the key blocks, as the forward kernel does, to
+# accumulate ``dQ``. It recomputes ``S`` and ``dP`` once more: two matmuls more than the five
+# above, traded for writes that never collide. The benchmark's rate counts the five only, so
+# the extra work earns no credit in the plots below.
+#
+# The gradients through autograd, against float64 autograd of the reference, for full and
+# grouped heads, causal and not:
+
+for dtype in DTYPES:
+    for kv_heads in (H, H // 2):
+        for causal in (False, True):
+            q, k, v = (t.requires_grad_() for t in qkv(dtype, kv_heads))
+            do = random_tensor(q.shape, dtype, DEVICE)
+            tritonperf.attention(q, k, v, causal).backward(do)
+            leaves = [t.detach().double().requires_grad_() for t in (q, k, v)]
+            grads = torch.autograd.grad(tritonperf.attention_reference(*leaves, causal), leaves, do.double())
+            for ours, expected in zip((q.grad, k.grad, v.grad), grads, strict=True):
+                assert_close(ours, expected, dtype)
+        print(f"dq, dk, dv, {dtype}, {H} query heads on {kv_heads} key/value heads: match the reference, causal and not")
+
+# %%
+# How close, next to torch
+# ------------------------
+# Matching the reference within tolerance says little about how close a result is. Torch's own
+# ``scaled_dot_product_attention`` on the same half-precision inputs gives a yardstick: the
+# relative errors of every step and of torch, against the same float64 reference.
+
+q, k, v = qkv(torch.float16, kv_heads=H // 2)
+candidates = {
+    "step 1": attention_naive,
+    "step 2": attention_fused_one_config,
+    "step 3": attention_fused_tuned,
+    "torch sdpa": lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True),
+}
+for causal in (False, True):
+    expected = tritonperf.attention_reference(q, k, v, causal)
+    errors = "  ".join(f"{name} {relative_error(fn(q, k, v, causal), expected):.2e}" for name, fn in candidates.items())
+    print(f"{'causal' if causal else 'full  '}  {errors}")
+
+# %%
+# Measuring
+# ---------
+# Variants, all measured in one run: ``tritonperf`` (step 3, forward and backward); torch's
+# ``scaled_dot_product_attention`` pinned to one backend each (``torch.sdpa-flash``,
+# ``torch.sdpa-efficient``, ``torch.sdpa-cudnn``); FlexAttention compiled by ``torch.compile``
+# (``torch.flex``); and steps 1 and 2. Step 1 stops at ``N = 4096``, where its scores already
+# take gigabytes; step 2 has no backward pass of its own. The rate counts the matmuls only. The
+# dashed line is torch's matmul in the same dtype, measured in the same run: attention has a
+# softmax between its matmuls and cannot quite reach it.
+#
+# One plot per direction and causality, at ``D = 128`` in float16. The benchmark's ``B`` and
+# ``H`` change with ``N`` (the tokens and channels are fixed), so no shape key splits the lines:
+# each is one variant against ``N``.
+
+results = live_or_recorded("attention")
+if not results:
+    print("No GPU here and no recorded attention results found: the plots below are skipped.")
+
+
+def case(causal, head_dim=128):
+    return lambda shape: shape["D"] == head_dim and shape["causal"] == causal
+
+
+for doc, live in results:
+    for direction in ("fwd", "bwd"):
+        for causal in (False, True):
+            plot_results(doc, "attention", "float16", live=live, direction=direction, select=case(causal), series=(),
+                         title=f"attention {direction}, {'causal' if causal else 'full'}, D = 128, float16, "
+                               f"{doc['provenance']['gpu']}")
+
+# %%
+# What each step bought
+# ---------------------
+# One shape, ``N = 4096`` in float16, both head dims, causal and not: the rate of each step,
+# the final kernel, and the fastest torch variant in the same run.
+
+
+def rates(doc, direction, head_dim, causal, n, dtype="float16"):
+    """TFLOPS of every variant at one attention shape."""
+    return {r["variant"]: r["TFLOPS"] for r in doc["records"]
+            if r["kernel"] == "attention" and r["direction"] == direction and r["dtype"] == dtype
+            and (r["shape"]["N"], r["shape"]["D"], r["shape"]["causal"]) == (n, head_dim, causal)}
+
+
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    for direction in ("fwd", "bwd"):
+        for d in HEAD_DIMS:
+            for causal in (False, True):
+                cell = rates(doc, direction, d, causal, 4096)
+                if "tritonperf" not in cell:
+                    continue
+                ours = cell["tritonperf"]
+                best = max((v for v in cell if v.startswith("torch")), key=cell.get)
+                line, before = f"  {direction} D={d:3} {'causal' if causal else 'full  '}:", None
+                for variant, name in (("step-1-naive", "step 1"), ("step-2-one-config", "step 2"), ("tritonperf", "final")):
+                    if variant in cell:
+                        gain = f" ({cell[variant] / before:4.1f}x)" if before else ""
+                        line += f"  {name} {cell[variant]:4.0f}{gain}"
+                        before = cell[variant]
+                line += f" TFLOPS | best torch: {best} {cell[best]:4.0f}, final / best {ours / cell[best]:.2f}x"
+                print(line)
+
+# %%
+# And the final kernel against each torch variant over every shape of the run in float16: at
+# how many it is faster, and the range of its rate divided by theirs.
+
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    for direction in ("fwd", "bwd"):
+        ours = {(r["shape"]["N"], r["shape"]["D"], r["shape"]["causal"]): r["TFLOPS"] for r in doc["records"]
+                if r["kernel"] == "attention" and r["variant"] == "tritonperf" and r["direction"] == direction
+                and r["dtype"] == "float16"}
+        theirs: dict[str, list[float]] = {}
+        for r in doc["records"]:
+            key = (r["shape"]["N"], r["shape"]["D"], r["shape"]["causal"]) if r["kernel"] == "attention" else None
+            if key in ours and r["variant"].startswith("torch") and r["direction"] == direction and r["dtype"] == "float16":
+                theirs.setdefault(r["variant"], []).append(ours[key] / r["TFLOPS"])
+        for variant, ratios in sorted(theirs.items()):
+            faster = sum(ratio > 1 for ratio in ratios)
+            print(f"  {direction} against {variant:21}: faster at {faster:2} of {len(ratios):2} shapes, "
+                  f"ours / theirs {min(ratios):.2f}x to {max(ratios):.2f}x")
+
+# %%
+# Fusion is the large step: step 1 spends its time moving scores, step 2 moves almost nothing
+# else but its inputs and output. The configuration table adds a smaller gain on top, mostly
+# from larger query blocks that reuse each loaded key and value block for more rows. Whether
+# the final kernel passes a torch backend, and how far it stays behind the fastest, is in the
+# second printout. The fastest backends on Hopper come from kernels written for its
+# asynchronous features: loads through the Tensor Memory Accelerator and warps specialized to
+# loading or computing, so that the matmuls of one block overlap the softmax of another. This
+# kernel loads through pointers and relies on Triton's software pipelining. The backward pass has
+# less room still: the dK/dV kernel holds four ``BLOCK_N × D`` tiles in registers, which at
+# ``D = 128`` leaves only small query blocks that do not spill, and it does two extra matmuls.
+#
+# On the roofline
+# ---------------
+# The run's forward passes against its two ceilings, as in the matmul lesson. Attention's
+# operations per byte follow from its shape (``N / 2`` in float16, half that when causal), so its
+# points sit far right of the ridge point, under the flat compute roof, and the distance below
+# the roof is the softmax and the pipeline, not memory.
+
+for doc, live in results:
+    plot_roofline(doc, live=live)
+
+# %%
+# Takeaways
+# ---------
+# * An intermediate of size ``N²`` is a reason to fuse: it costs memory that runs out, and
+#   traffic that turns a compute-bound problem into a memory-bound one.
+# * The online softmax makes a row's softmax streamable: keep the running maximum and sum, and
+#   rescale what was accumulated by ``exp(m_old - m_new)`` whenever the maximum grows.
+# * Save the log-sum-exp, one number per row, and the backward pass can rebuild any probability
+#   from the scores: recomputation trades a matmul for ``N²`` memory.
+# * Choose block sizes per head dim by what fits in registers; a spill costs more than a smaller
+#   block.
+# * Causal attention skips the blocks above the diagonal and masks only those on it.
+# * Give each output block one owner, as the dK/dV and dQ kernels do, and the gradients need no
+#   atomics and come out the same on every run.
