@@ -251,12 +251,12 @@ for dtype in DTYPES:
 # One configuration cannot suit every head dim. A program holds its query block, its float32
 # accumulator (``BLOCK_M × D``) and one block of scores (``BLOCK_M × BLOCK_N``) in
 # registers. Larger query blocks read each key and value block for more rows, so they move
-# fewer bytes per operation, but past 255 registers per thread the compiler :term:`spills
-# <spill>` to local memory. The package's table was chosen per head dim by compiling each
-# candidate for Hopper and keeping only those that do not spill. For each entry, the float32
-# values a thread holds for the accumulator and the scores:
+# fewer bytes per operation, but past 255 registers per thread the compiler
+# :term:`spills <spill>` to local memory. The package's table was chosen per head dim by
+# compiling each candidate for Hopper and keeping only those that do not spill. For each entry,
+# the float32 values a thread holds for the accumulator and one block of scores:
 
-print("  D   BLOCK_M  BLOCK_N  warps  stages   acc + scores per thread")
+print("  D   BLOCK_M  BLOCK_N  warps  stages   float32 per thread (acc + scores)")
 for d in sorted({d for d, _, _ in FWD_CONFIGS}):
     cfg = FWD_CONFIGS[(d, False, torch.float16)]
     threads = 32 * cfg.num_warps
@@ -406,8 +406,8 @@ for causal in (False, True):
 # ``torch.sdpa-efficient``, ``torch.sdpa-cudnn``); FlexAttention compiled by ``torch.compile``
 # (``torch.flex``); and steps 1 and 2. Step 1 stops at ``N = 4096``, where its scores already
 # take gigabytes; step 2 has no backward pass of its own. The rate counts the matmuls only. The
-# dashed line is torch's matmul in the same dtype, measured in the same run: attention has a
-# softmax between its matmuls and cannot quite reach it.
+# dashed line is torch's matmul in the same dtype, measured in the same run: a rate the matmuls
+# alone could reach, while the softmax between them, not counted, takes time of its own.
 #
 # One plot per direction and causality, at ``D = 128`` in float16. The benchmark's ``B`` and
 # ``H`` change with ``N`` (the tokens and channels are fixed), so no shape key splits the lines:
@@ -432,8 +432,9 @@ for doc, live in results:
 # %%
 # What each step bought
 # ---------------------
-# One shape, ``N = 4096`` in float16, both head dims, causal and not: the rate of each step,
-# the final kernel, and the fastest torch variant in the same run.
+# One shape, ``N = 4096`` in float16, both head dims, causal and not: the rate of each step and
+# of the final kernel, each with its gain over the one before in parentheses, and the fastest
+# torch variant of the same run.
 
 
 def rates(doc, direction, head_dim, causal, n, dtype="float16"):
@@ -483,16 +484,16 @@ for doc, live in results:
                   f"ours / theirs {min(ratios):.2f}x to {max(ratios):.2f}x")
 
 # %%
-# Fusion is the large step: step 1 spends its time moving scores, step 2 moves almost nothing
-# else but its inputs and output. The configuration table adds a smaller gain on top, mostly
-# from larger query blocks that reuse each loaded key and value block for more rows. Whether
-# the final kernel passes a torch backend, and how far it stays behind the fastest, is in the
-# second printout. The fastest backends on Hopper come from kernels written for its
-# asynchronous features: loads through the Tensor Memory Accelerator and warps specialized to
-# loading or computing, so that the matmuls of one block overlap the softmax of another. This
-# kernel loads through pointers and relies on Triton's software pipelining. The backward pass has
-# less room still: the dK/dV kernel holds four ``BLOCK_N × D`` tiles in registers, which at
-# ``D = 128`` leaves only small query blocks that do not spill, and it does two extra matmuls.
+# Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
+# than its inputs and output. The configuration table adds a smaller gain on top, from larger
+# query blocks, more warps and a deeper pipeline. Which torch backends the final kernel passes,
+# and how far it stays behind the fastest, is in the second printout. Attention kernels written
+# by hand for Hopper, FlashAttention-3 among them, overlap the matmuls of one block with the
+# softmax of another, with loads through the Tensor Memory Accelerator and warps specialized to
+# loading or computing. This kernel loads through pointers and relies on Triton's
+# :term:`software pipelining`. The backward pass has less room still: the dK/dV kernel holds
+# four ``BLOCK_N × D`` tiles in registers, which at ``D = 128`` leaves only small query blocks
+# that do not spill, and it does two extra matmuls.
 #
 # On the roofline
 # ---------------

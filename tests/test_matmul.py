@@ -479,7 +479,8 @@ def test_bench_suite_is_well_formed():
     assert sizes == [256, 512, 1024, 2048, 4096, 8192]
     assert {(s["M"], s["N"], s["K"]) for s in specs[0].shapes} >= {(8192, 8192, 1024), (4096, 14336, 4096), (16384, 4096, 4096)}
     steps = sorted(v for v in specs[0].variants if v.startswith("step-"))
-    assert steps == ["step-1-tiles", "step-2-grouped", "step-3-autotuned", "step-4-persistent-tma", "step-5-fused-gelu"]
+    assert steps == ["step-1-tiles", "step-2-grouped", "step-2-grouped-1-stage", "step-3-autotuned",
+                     "step-4-persistent-tma", "step-5-fused-gelu"]
     assert "torch-matmul-then-gelu" in specs[0].variants
 
 
