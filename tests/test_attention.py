@@ -27,6 +27,7 @@ from tritonperf.bench.records import SCHEMA
 from tritonperf.bench.suites import attention as suite
 from tritonperf.kernels.attention import (
     BWD_DKDV_CONFIGS,
+    FP8,
     BWD_DQ_CONFIGS,
     FWD_CONFIGS,
     HEAD_DIMS,
@@ -240,8 +241,9 @@ def test_naive_scores_bytes():
 # -- configurations and compiled code --------------------------------------------------------------
 def test_every_head_dim_causality_and_dtype_has_a_configuration():
     keys = {(d, c, dt) for d in HEAD_DIMS for c in (False, True) for dt in (torch.float16, torch.bfloat16)}
-    for table in (FWD_CONFIGS, BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS):
+    for table in (BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS):
         assert set(table) == keys
+    assert set(FWD_CONFIGS) == keys | {(d, c, FP8) for d in HEAD_DIMS for c in (False, True)}  # float8: forward only
     # The block a program owns is a whole number of the blocks it loops over (the causal split needs it).
     for cfg in [*FWD_CONFIGS.values(), *BWD_DQ_CONFIGS.values(), INTERPRETER_CONFIGS["fwd"], INTERPRETER_CONFIGS["bwd_dq"]]:
         assert cfg.block_m % cfg.block_n == 0
@@ -259,10 +261,13 @@ MISSING = asm.cuda_compiler_missing()
 
 
 @pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
-def test_forward_compiles_to_wgmma_without_spills_for_hopper():
-    # The main configuration (D = 128, causal, float16) as a launch on contiguous tensors specializes it.
-    cfg = FWD_CONFIGS[(128, True, torch.float16)]
-    sig = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp16", "lse_ptr": "*fp32"}
+@pytest.mark.parametrize("dtype, ptr, mma", [(torch.float16, "*fp16", ".f16.f16"), (FP8, "*fp8e4nv", ".e4m3.e4m3")], ids=str)
+def test_forward_compiles_to_wgmma_without_spills_for_hopper(dtype, ptr, mma):
+    # The main configuration (D = 128, causal) as a launch on contiguous tensors specializes it; the
+    # float8 forward writes bfloat16.
+    cfg = FWD_CONFIGS[(128, True, dtype)]
+    out = "*bf16" if dtype == FP8 else ptr
+    sig = {"q_ptr": ptr, "k_ptr": ptr, "v_ptr": ptr, "o_ptr": out, "lse_ptr": "*fp32"}
     consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": True, "GROUP": 1}
     for t in "qkvo":
         for dim in ("z", "h", "n" if t in "kv" else "m"):
@@ -272,7 +277,7 @@ def test_forward_compiles_to_wgmma_without_spills_for_hopper():
     aligned = [name for name in sig if name.endswith("_ptr") or name.startswith("stride")]
     compiled = asm.compile_for_hopper(attn.attention_fwd_kernel, sig, consts, num_warps=cfg.num_warps,
                                       num_stages=cfg.num_stages, divisible_by_16=aligned)
-    assert "wgmma.mma_async" in compiled.ptx
+    assert re.search(r"wgmma\.mma_async\S*" + re.escape(mma), compiled.ptx), "no Tensor Core MMA of the inputs' type"
     if compiled.resources is None:
         pytest.skip("this Triton carries no cuobjdump")
     assert compiled.resources.local_bytes == compiled.resources.stack_bytes == 0, "the forward spills registers"
@@ -353,11 +358,38 @@ def test_rejects_non_tensors(device):
         attention(q, k, None)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.float8_e4m3fn], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32], ids=str)
 def test_rejects_unsupported_dtypes(dtype, device):
     q, k, v = (t.to(dtype) for t in _qkv16(device))
-    with pytest.raises(TypeError, match=r"q has dtype .*; supported: float16, bfloat16"):
+    with pytest.raises(TypeError, match=r"q has dtype .*; supported: float16, bfloat16, float8_e4m3fn"):
         attention(q, k, v)
+    with pytest.raises(TypeError, match=r"q has dtype .*; supported: float16, bfloat16, float8_e4m3fn"):
+        attention_fwd(q, k, v)
+
+
+def test_float8_is_forward_only(device):
+    q, k, v = (t.to(FP8) for t in _qkv16(device))
+    with pytest.raises(ValueError, match="float8 attention has no backward pass"):
+        attention(q.requires_grad_(), k, v)
+    o16 = torch.zeros(q.shape, dtype=torch.float16, device=device)
+    with pytest.raises(TypeError, match=r"q has dtype .*; supported: float16, bfloat16$"):
+        attention_bwd(o16, q.detach(), k, v, o16, torch.zeros(q.shape[:3], device=device))
+
+
+def test_float8_output_dtype(device):
+    q, k, v = (t.to(FP8) for t in _qkv16(device, n=40))
+    o, lse = attention_fwd(q, k, v)
+    assert o.dtype == torch.bfloat16 and o.shape == q.shape and lse.dtype == torch.float32
+    out = poisoned(q.shape, torch.float16, device)
+    o, _ = attention_fwd(q, k, v, out=out, out_dtype=torch.float16)
+    assert o is out and torch.isfinite(o).all()
+    assert attention(q, k, v).dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="out_dtype must be torch.bfloat16 or torch.float16 for float8 inputs"):
+        attention_fwd(q, k, v, out_dtype=torch.float32)
+    with pytest.raises(ValueError, match="dtypes differ: out has torch.float16, the output is torch.bfloat16"):
+        attention_fwd(q, k, v, out=out)
+    with pytest.raises(ValueError, match="out_dtype applies to float8 inputs only"):
+        attention_fwd(*_qkv16(device), out_dtype=torch.bfloat16)
 
 
 def test_rejects_mixed_dtypes(device):
@@ -465,6 +497,44 @@ def test_backward_rejects_mismatches(device):
 def test_benchmark_like_shapes_on_gpu(head_dim, causal, dtype):
     # The benchmark's heads and head dims at N = 2048, two sequences (the float64 reference holds N² scores).
     check_autograd(*qkv(2, 2048 // head_dim, 2048 // head_dim, 2048, head_dim, dtype, "cuda"), causal)
+
+
+def float8_error_bound(q8, k8, v8, causal):
+    """Per element, how far the float8 forward may be from the float64 reference of the same inputs.
+
+    The scores are exact products of float8 values summed in float32; what the float8 path adds is
+    the rounding of each probability p to float8 before P·V, while the softmax's denominator l sums
+    the unrounded p in float32. Round-to-nearest in e4m3 (3 mantissa bits) errs by at most
+    2⁻⁴ · p for normal values and 2⁻¹⁰ for subnormal ones, so for output row i and column c:
+    |Δo| ≤ (2⁻⁴ Σ_j p_ij |v_jc| + 2⁻¹⁰ Σ_{j visible} |v_jc|) / l_i. The 1.05 covers the float32
+    arithmetic around it; 2⁻¹⁰ |o| the rounding of the 16-bit output.
+    """
+    q, k, v = (t.double() for t in (q8, k8, v8))
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    n = q.shape[2]
+    visible = torch.ones((n, n), dtype=torch.bool, device=q.device)
+    if causal:
+        visible = visible.tril()
+    s = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(~visible, float("-inf"))
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    return 1.05 * (2**-4 * (p @ v.abs()) + 2**-10 * (visible.double() @ v.abs())) / p.sum(-1, keepdim=True)
+
+
+@gpu_only
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(1, 2, 2, 100, 64), (2, 4, 2, 1000, 128), (1, 16, 16, 2048, 128)], ids=str)
+def test_float8_forward_on_gpu(shape, causal):
+    # GPU only: Triton's interpreter converts float32 to float8 wrongly (0.49 becomes 0.25), as it
+    # does bfloat16, so only a GPU can check the float8 path's accuracy.
+    q8, k8, v8 = (t.to(FP8) for t in qkv(*shape, torch.float32, "cuda"))
+    out = poisoned(q8.shape, torch.bfloat16, "cuda")
+    o, lse = attention_fwd(q8, k8, v8, causal, out=out)
+    ref = attention_reference(q8, k8, v8, causal)
+    error = (o.double() - ref).abs()
+    limit = float8_error_bound(q8, k8, v8, causal) + 2**-8 * ref.abs()  # bfloat16 output: 8 mantissa bits
+    assert (error <= limit).all(), f"largest error {error.max().item():.3e}, {(error / limit).max().item():.2f} x its bound"
+    assert_close(lse, attention_lse_reference(q8, k8, causal), torch.float32)
 
 
 @gpu_only

@@ -53,6 +53,11 @@ import triton.language as tl
 from .. import runtime, validation
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
+FP8 = torch.float8_e4m3fn
+# The forward also takes float8 inputs (no backward: training in float8 needs scaling recipes
+# this package does not have); its output is 16-bit, bfloat16 by default.
+FWD_DTYPES = (*SUPPORTED_DTYPES, FP8)
+FP8_OUT_DTYPES = (torch.bfloat16, torch.float16)
 HEAD_DIMS = (16, 32, 64, 128, 256)
 Direction = Literal["fwd", "bwd"]
 Kernel = Literal["fwd", "bwd_dkdv", "bwd_dq"]
@@ -119,7 +124,9 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
             k = tl.load(k_ptrs, mask=(cols < N)[:, None], other=0.0)
         else:
             k = tl.load(k_ptrs)
-        qk = tl.dot(q, tl.trans(k))  # float32 scores, not yet scaled
+        # float32 scores, not yet scaled. The max_num_imprecise_acc limits matter for float8 only: on
+        # Hopper its MMA would otherwise keep partial sums in a narrower accumulator across the block.
+        qk = tl.dot(q, tl.trans(k), max_num_imprecise_acc=HEAD_DIM)
         if CAUSAL_MASK or SEQ_MASK:
             keep = tl.full([BLOCK_N], 1, tl.int1)[None, :]
             if CAUSAL_MASK:
@@ -139,8 +146,9 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
         else:
             v = tl.load(v_ptrs)
         # The accumulator is rescaled once per block, then the block's contribution added in the MMA.
-        # P goes into the second matmul in the inputs' dtype, as the Tensor Cores need.
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        # P goes into the second matmul in the inputs' dtype, as the Tensor Cores need (for float8
+        # inputs that rounds each probability to 3 mantissa bits; the sum l_i keeps them in float32).
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], max_num_imprecise_acc=BLOCK_N)
         m_i = m_new
         k_ptrs += BLOCK_N * stride_kn
         v_ptrs += BLOCK_N * stride_vn
@@ -475,8 +483,9 @@ _DQ_TILES = {
     128: AttentionConfig(128, 32, 8, 3),
     256: AttentionConfig(64, 16, 4, 2),
 }
+# float8 shares the 16-bit forward tiles: its blocks hold half the bytes, so they fit where those do.
 FWD_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
-    (d, causal, dtype): cfg for d, cfg in _FWD_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
+    (d, causal, dtype): cfg for d, cfg in _FWD_TILES.items() for causal in (True, False) for dtype in FWD_DTYPES
 }
 BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
     (d, causal, dtype): cfg for d, cfg in _DKDV_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
@@ -514,20 +523,22 @@ def attention_config(head_dim: int, causal: bool, dtype: torch.dtype, kernel: Ke
 
 
 # -- launchers -----------------------------------------------------------------------------------
-def _check_4d(name: str, t: object) -> torch.Tensor:
+def _check_4d(name: str, t: object, dtypes: tuple[torch.dtype, ...] = SUPPORTED_DTYPES) -> torch.Tensor:
     validation.check_tensor(name, t)
     if t.dim() != 4:
         raise ValueError(f"{name} must be 4-D (batch, heads, seq_len, head_dim), got shape {tuple(t.shape)}")
     if t.layout != torch.strided:
         raise ValueError(f"{name} must be a dense (strided) tensor, got layout {t.layout}")
-    validation.check_dtype(name, t, SUPPORTED_DTYPES)
+    validation.check_dtype(name, t, dtypes)
     return t
 
 
-def _check_qkv(q: object, k: object, v: object, causal: object, sm_scale: object) -> tuple[torch.device, float]:
+def _check_qkv(
+    q: object, k: object, v: object, causal: object, sm_scale: object, dtypes: tuple[torch.dtype, ...] = SUPPORTED_DTYPES
+) -> tuple[torch.device, float]:
     """Validate the forward's inputs; return the device and the softmax scale to use."""
     for name, t in (("q", q), ("k", k), ("v", v)):
-        _check_4d(name, t)
+        _check_4d(name, t, dtypes)
     device = validation.check_device(q=q, k=k, v=v)
     validation.check_same("dtype", q=q, k=k, v=v)
     validation.check_same("shape", k=k, v=v)
@@ -591,9 +602,22 @@ def _fwd_config(d: int, causal: bool, dtype: torch.dtype, knobs: dict) -> Attent
     return cfg
 
 
-def _forward(q, k, v, causal, sm_scale, out, knobs) -> tuple[torch.Tensor, torch.Tensor]:
+def _out_dtype(q: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
+    """The output dtype: ``q``'s for 16-bit inputs; ``out_dtype`` (bfloat16 by default) for float8 ones."""
+    if q.dtype != FP8:
+        if out_dtype not in (None, q.dtype):
+            raise ValueError(f"out_dtype applies to float8 inputs only; {q.dtype} inputs give a {q.dtype} output")
+        return q.dtype
+    if out_dtype is None:
+        return torch.bfloat16
+    if out_dtype not in FP8_OUT_DTYPES:
+        raise ValueError(f"out_dtype must be torch.bfloat16 or torch.float16 for float8 inputs, got {out_dtype!r}")
+    return out_dtype
+
+
+def _forward(q, k, v, causal, sm_scale, out, knobs, out_dtype=None) -> tuple[torch.Tensor, torch.Tensor]:
     b, h, n, d = q.shape
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device) if out is None else out
+    o = torch.empty(q.shape, dtype=_out_dtype(q, out_dtype), device=q.device) if out is None else out
     lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     if o.numel() == 0:
         return o, lse
@@ -650,6 +674,7 @@ def attention_fwd(
     sm_scale: float | None = None,
     *,
     out: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
     block_m: int | None = None,
     block_n: int | None = None,
     num_warps: int | None = None,
@@ -658,33 +683,45 @@ def attention_fwd(
     """The attention forward pass, with the log-sum-exp the backward pass needs. No autograd.
 
     Args:
-        q: queries ``(B, H, N, D)``, float16 or bfloat16, on a CUDA device (or the CPU in
-            interpreter mode). ``D`` is 16, 32, 64, 128 or 256. Any strides: a ``(B, N, H, D)``
-            tensor transposed to ``(B, H, N, D)`` is read in place (fastest with ``D`` contiguous).
+        q: queries ``(B, H, N, D)``, float16, bfloat16 or float8_e4m3fn, on a CUDA device (or
+            the CPU in interpreter mode). ``D`` is 16, 32, 64, 128 or 256. Any strides: a
+            ``(B, N, H, D)`` tensor transposed to ``(B, H, N, D)`` is read in place (fastest with
+            ``D`` contiguous). Float8 inputs (forward only) are multiplied as they are: fold their
+            dequantization scales into ``sm_scale`` (``q`` and ``k``'s) and into the output
+            (``v``'s). The probabilities then enter the second matmul rounded to float8 too,
+            which bounds the output's error by about ``2⁻⁴ · max|v|``.
         k, v: keys and values ``(B, H_kv, N, D)``, same dtype and device; ``H`` must be a multiple
             of ``H_kv`` (grouped-query attention; ``H_kv = H`` for ordinary multi-head attention).
         causal: query ``i`` sees keys ``0 … i`` only.
         sm_scale: the factor applied to ``Q Kᵀ`` before the softmax, ``> 0``; default ``1 / sqrt(D)``.
-        out: optional contiguous tensor of ``q``'s shape and dtype to write the output into.
+        out: optional contiguous tensor of ``q``'s shape and the output dtype to write into.
+        out_dtype: for float8 inputs, the output's dtype: ``torch.bfloat16`` (default) or
+            ``torch.float16``. Other inputs give an output of their own dtype.
         block_m, block_n, num_warps, num_stages: pin the forward kernel's launch instead of taking
             ``attention_config``'s (any one given replaces that value only). ``block_m`` must
             be a multiple of ``block_n``.
 
     Returns:
-        ``(o, lse)``: ``o`` of ``q``'s shape and dtype, and ``lse``, float32 ``(B, H, N)``, the
-        natural log-sum-exp of every row of scaled scores.
+        ``(o, lse)``: ``o`` of ``q``'s shape (and dtype, for 16-bit inputs), and ``lse``, float32
+        ``(B, H, N)``, the natural log-sum-exp of every row of scaled scores.
 
     Raises:
         TypeError: a non-tensor argument, an unsupported dtype, or a non-bool ``causal``.
         ValueError: a wrong rank, mismatched shapes, dtypes or devices, an unsupported head dim,
-            heads that do not group, a bad ``sm_scale``, ``out`` or knob.
+            heads that do not group, a bad ``sm_scale``, ``out``, ``out_dtype`` or knob.
     """
-    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale)
+    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale, FWD_DTYPES)
     knobs = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
     _check_knobs(**knobs)
+    dtype = _out_dtype(q, out_dtype)
     if out is not None:
-        validation.check_out("out", out, "q", q)
-    return _forward(q, k, v, causal, sm_scale, out, knobs)
+        validation.check_tensor("out", out)
+        validation.check_device(q=q, out=out)
+        if out.dtype != dtype:
+            raise ValueError(f"dtypes differ: out has {out.dtype}, the output is {dtype}")
+        validation.check_same("shape", q=q, out=out)
+        validation.check_contiguous(out=out)
+    return _forward(q, k, v, causal, sm_scale, out, knobs, dtype)
 
 
 def attention_bwd(
@@ -768,24 +805,28 @@ def attention(
 
     Args:
         q: queries ``(B, H, N, D)``, float16 or bfloat16, on a CUDA device (or the CPU in
-            interpreter mode); ``D`` is 16, 32, 64, 128 or 256; any strides.
+            interpreter mode); ``D`` is 16, 32, 64, 128 or 256; any strides. float8_e4m3fn inputs
+            run the forward pass only, with a bfloat16 output (see :func:`attention_fwd`).
         k, v: keys and values ``(B, H_kv, N, D)``, ``H`` a multiple of ``H_kv`` (grouped-query
             attention; ``H_kv = H`` for ordinary multi-head attention); same dtype and device.
         causal: query ``i`` sees keys ``0 … i`` only (the diagonal aligned top-left, as torch's ``is_causal``).
         sm_scale: the factor applied to the scores, ``> 0``; default ``1 / sqrt(D)``.
 
     Returns:
-        ``o``: a new contiguous tensor of ``q``'s shape and dtype. When any input requires a
-        gradient, the backward pass runs :func:`attention_bwd`'s kernels.
+        ``o``: a new contiguous tensor of ``q``'s shape and dtype (bfloat16 for float8 inputs).
+        When any input requires a gradient, the backward pass runs :func:`attention_bwd`'s kernels.
 
     Raises:
         TypeError: a non-tensor argument, an unsupported dtype, or a non-bool ``causal``.
         ValueError: a wrong rank; mismatched batch sizes, sequence lengths, head dims, dtypes or
             devices; an unsupported head dim; query heads that are not a multiple of key/value
-            heads; a bad ``sm_scale``; a CPU tensor outside interpreter mode.
+            heads; a bad ``sm_scale``; a CPU tensor outside interpreter mode; float8 inputs that
+            require a gradient.
     """
-    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale)
+    _, sm_scale = _check_qkv(q, k, v, causal, sm_scale, FWD_DTYPES)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        if q.dtype == FP8:
+            raise ValueError("float8 attention has no backward pass: call it under torch.no_grad(), or detach the inputs")
         return AttentionFunction.apply(q, k, v, causal, sm_scale)
     return _forward(q, k, v, causal, sm_scale, None, {})[0]
 
