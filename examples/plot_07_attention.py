@@ -91,7 +91,8 @@ for d in HEAD_DIMS:
     h = CHANNELS // d
     for n in SEQ_LENS:
         b = TOKENS // n
-        print(f"{d:4} {h:3} {n:6} {b:3}   {naive_scores_bytes(b, h, n) / GB:10.1f} GB   {fused_footprint(b, h, n, d) / GB:12.2f} GB")
+        scores, fused = naive_scores_bytes(b, h, n) / GB, fused_footprint(b, h, n, d) / GB
+        print(f"{d:4} {h:3} {n:6} {b:3}   {scores:10.1f} GB   {fused:12.2f} GB")
 
 # %%
 # One long sequence is where this breaks. With ``B = 1`` the scores of a layer take ``H·N²``
@@ -141,7 +142,7 @@ for path in find_results():
 # Step 1: attention in torch
 # --------------------------
 # The version a torch user writes first: two ``torch.matmul`` calls around ``torch.softmax``.
-# The softmax runs in float32, as torch's half-precision softmax accumulates anyway. Key and
+# The softmax runs in float32, as torch's half-precision softmax does inside anyway. Key and
 # value heads are repeated when there are fewer of them than query heads.
 
 print(inspect.getsource(attention_naive))
@@ -152,7 +153,7 @@ print(inspect.getsource(attention_naive))
 # last block of every kernel is partial. On the CPU only float16 is checked: the interpreter
 # computes bfloat16 wrongly.
 
-B, H, N, D = (2, 8, 1823, 128) if ON_GPU else (2, 4, 97, 64)
+B, H, N, D = (2, 8, 1000, 128) if ON_GPU else (2, 4, 97, 64)
 DTYPES = (torch.float16, torch.bfloat16) if ON_GPU else (torch.float16,)
 
 
@@ -265,9 +266,9 @@ for d in sorted({d for d, _, _ in FWD_CONFIGS}):
 print(f"in this run attention_config gives {attention_config(D, False, torch.float16)}")
 
 # %%
-# In the interpreter every launch uses the small blocks printed last, so that the short test
-# sequences span several blocks. :func:`tritonperf.attention` runs step 3: the same kernel,
-# the table's configuration.
+# The last line is what this run uses: the table's entry on a GPU; in the interpreter, small
+# blocks for every launch, so that short test sequences span several blocks.
+# :func:`tritonperf.attention` runs step 3: the same kernel with the table's configuration.
 #
 # Causal attention
 # ~~~~~~~~~~~~~~~~
@@ -314,6 +315,24 @@ for dtype in DTYPES:
     for causal in (False, True):
         assert_close(tritonperf.attention(q, k, v, causal), tritonperf.attention_reference(q, k, v, causal), dtype)
     print(f"{H} query heads on {H // 2} key/value heads, {dtype}: matches the reference, causal and not")
+
+# %%
+# float8 inputs
+# ~~~~~~~~~~~~~
+# The forward pass also takes ``float8_e4m3fn`` inputs, forward only, with a bfloat16 output by
+# default. Their scales are the caller's: fold those of ``q`` and ``k`` into ``sm_scale`` and
+# multiply the output by that of ``v``. The same kernel runs: the scores come from float8
+# Tensor Core instructions, and the probabilities are rounded to float8 for the second matmul
+# while their sum stays float32, which keeps the output's error near ``2⁻⁴ · max|v|`` or below.
+# Triton's interpreter converts float32 to float8 wrongly, as it does bfloat16, so the accuracy
+# check below runs on a GPU only.
+
+q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in qkv(torch.float32))
+o8 = tritonperf.attention(q8, k8, v8)
+print(f"float8 inputs: a {o8.dtype} output of shape {tuple(o8.shape)}")
+if ON_GPU:
+    error = (o8.double() - tritonperf.attention_reference(q8, k8, v8)).abs().max().item()
+    print(f"largest error {error:.3f}, against 2^-4 · max|v| = {2**-4 * v8.double().abs().max().item():.3f}")
 
 # %%
 # The backward pass
@@ -453,14 +472,16 @@ for doc, live in results:
                 if "tritonperf" not in cell:
                     continue
                 ours = cell["tritonperf"]
-                best = max((v for v in cell if v.startswith("torch")), key=cell.get)
+                best = max((v for v in cell if v.startswith("torch")), key=cell.get, default=None)
                 line, before = f"  {direction} D={d:3} {'causal' if causal else 'full  '}:", None
                 for variant, name in (("step-1-naive", "step 1"), ("step-2-one-config", "step 2"), ("tritonperf", "final")):
                     if variant in cell:
                         gain = f" ({cell[variant] / before:4.1f}x)" if before else ""
                         line += f"  {name} {cell[variant]:4.0f}{gain}"
                         before = cell[variant]
-                line += f" TFLOPS | best torch: {best} {cell[best]:4.0f}, final / best {ours / cell[best]:.2f}x"
+                line += " TFLOPS"
+                if best:
+                    line += f" | best torch: {best} {cell[best]:4.0f}, final / best {ours / cell[best]:.2f}x"
                 print(line)
 
 # %%
@@ -499,8 +520,8 @@ for doc, live in results:
 # ---------------
 # The run's forward passes against its two ceilings, as in the matmul lesson. Attention's
 # operations per byte follow from its shape (``N / 2`` in float16, half that when causal), so its
-# points sit far right of the ridge point, under the flat compute roof, and the distance below
-# the roof is the softmax and the pipeline, not memory.
+# points sit far right of the ridge point, under the flat compute roof: what keeps them below it
+# is not memory traffic but the softmax and how well the matmuls are fed.
 
 for doc, live in results:
     plot_roofline(doc, live=live)
