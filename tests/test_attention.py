@@ -27,8 +27,8 @@ from tritonperf.bench.records import SCHEMA
 from tritonperf.bench.suites import attention as suite
 from tritonperf.kernels.attention import (
     BWD_DKDV_CONFIGS,
-    FP8,
     BWD_DQ_CONFIGS,
+    FP8,
     FWD_CONFIGS,
     HEAD_DIMS,
     INTERPRETER_CONFIGS,
