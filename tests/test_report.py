@@ -53,7 +53,7 @@ def test_results_page(sample_doc, tmp_path):
     path = records.save(sample_doc, tmp_path / "example-gpu.json")
     page = report.results_page([path], tmp_path / "img", "/img")
     assert "## Example GPU" in page and "copy_GBps" in page
-    assert (tmp_path / "img" / "example-gpu-vector_add-fwd-float32.png").stat().st_size > 0
+    assert (tmp_path / "img" / "example-gpu-vector_add-fwd-float32-0.png").stat().st_size > 0
     assert "| N=16777216 | 1,007 | 805 | 503 | 101% | 1.25× |" in page
     assert "No results have been recorded" in report.results_page([], tmp_path / "img", "/img")
     plt.close("all")
@@ -115,3 +115,19 @@ def test_plot_select_and_series(sample_doc):
     with pytest.raises(ValueError, match="no fwd records"):
         plot_results(sample_doc, "vector_add", "float32", live=False, select=lambda s: False)
     plt.close("all")
+
+
+def test_plot_groups_split_matmul_and_attention(sample_doc):
+    assert report.plot_groups(sample_doc, "vector_add", "fwd", "float32") == [("", None, None)]
+    base = dict(variant="tritonperf", direction="fwd", dtype="float16", ms=1.0, GBps=1.0, TFLOPS=1.0)
+    sample_doc["records"] += [
+        dict(base, kernel="matmul", shape={"M": 512, "N": 512, "K": 512}),
+        dict(base, kernel="attention", shape={"B": 4, "H": 16, "N": 4096, "D": 128, "causal": True}),
+        dict(base, kernel="attention", shape={"B": 8, "H": 32, "N": 2048, "D": 64, "causal": False}),
+    ]
+    # Only square matmul shapes recorded: no plot of transformer shapes.
+    assert [label for label, *_ in report.plot_groups(sample_doc, "matmul", "fwd", "float16")] == ["square M = N = K"]
+    groups = report.plot_groups(sample_doc, "attention", "fwd", "float16")
+    assert [label for label, *_ in groups] == ["D = 64, full", "D = 128, causal"]
+    assert groups[1][1]({"B": 4, "H": 16, "N": 4096, "D": 128, "causal": True})
+    assert not groups[1][1]({"B": 4, "H": 16, "N": 4096, "D": 128, "causal": False})

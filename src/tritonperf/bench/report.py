@@ -108,13 +108,38 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
         parts.append("Ceilings measured in the same run:\n\n" + markdown_table(["ceiling", "value"], ceil_rows) + "\n")
         cases = sorted({(r["kernel"], r["direction"], r["dtype"]) for r in doc["records"]})
         for kernel, direction, dtype in cases:
-            name = f"{slug}-{kernel}-{direction}-{dtype}".replace("+", "-")
-            fig = plot_results(doc, kernel, dtype, live=False, direction=direction)
-            fig.savefig(image_dir / f"{name}.png", dpi=110)
-            plt.close(fig)
-            parts.append(f"### {kernel} {direction}, {dtype}\n\n![{kernel} {direction} {dtype} on {p['gpu']}]({image_url}/{name}.png)\n")
+            parts.append(f"### {kernel} {direction}, {dtype}\n")
+            for i, (label, select, series) in enumerate(plot_groups(doc, kernel, direction, dtype)):
+                name = f"{slug}-{kernel}-{direction}-{dtype}-{i}".replace("+", "-")
+                title = f"{kernel} {direction}, {dtype}" + (f", {label}" if label else "")
+                fig = plot_results(doc, kernel, dtype, live=False, direction=direction, title=title, select=select,
+                                   series=series)
+                fig.savefig(image_dir / f"{name}.png", dpi=110)
+                plt.close(fig)
+                parts.append(f"![{title} on {p['gpu']}]({image_url}/{name}.png)\n")
             parts.append(markdown_table(*pivot(doc, kernel, direction, dtype)) + "\n")
     return "\n".join(parts)
+
+
+def plot_groups(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> list[tuple[str, Any, Any]]:
+    """``(label, select, series)`` for each plot of one case, as :func:`plot_results` takes them.
+
+    One plot for most kernels. The matmul's square sizes and its transformer shapes get one each;
+    attention one per head dim and causality, with ``B`` and ``H`` (which change with ``N``) left
+    out of the lines' labels.
+    """
+    def square(shape: dict[str, Any]) -> bool:
+        return shape["M"] == shape["N"] == shape["K"]
+
+    shapes = [r["shape"] for r in doc["records"] if (r["kernel"], r["direction"], r["dtype"]) == (kernel, direction, dtype)]
+    if kernel == "matmul":
+        groups = [("square M = N = K", square, ()), ("transformer shapes", lambda shape: not square(shape), None)]
+        return [g for g in groups if any(g[1](shape) for shape in shapes)]
+    if kernel == "attention":
+        cases = sorted({(shape["D"], shape["causal"]) for shape in shapes})
+        return [(f"D = {d}, {'causal' if causal else 'full'}",
+                 lambda shape, d=d, causal=causal: (shape["D"], shape["causal"]) == (d, causal), ()) for d, causal in cases]
+    return [("", None, None)]
 
 
 def pivot(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> tuple[list[str], list[list[str]]]:
