@@ -164,7 +164,8 @@ print(f"steps 1 and 2 use one fixed configuration instead: {STEP_TILE}")
 # %%
 # Step 4: a persistent kernel with tensor descriptors
 # ---------------------------------------------------
-# On Hopper the package runs a second kernel by default: one program per SM, each looping over
+# On Hopper the package runs a second kernel by default for all but small 16-bit products (up to
+# ``2048³``, where the pointer kernel measured faster): one program per SM, each looping over
 # output tiles in grouped order, with the tiles of ``A`` and ``B`` moved by the Tensor Memory
 # Accelerator through descriptors built on the device (``tl.make_tensor_descriptor``). The
 # descriptor needs each row to start at a 16-byte multiple; where it does not, the package falls
@@ -196,7 +197,7 @@ print("float8 with scales matches the reference")
 # %%
 # Measuring
 # ---------
-# Variants, all measured in one run: ``tritonperf`` (the persistent TMA kernel, autotuned);
+# Variants, all measured in one run: ``tritonperf`` (what ``matmul`` runs by default, autotuned);
 # ``torch`` (``torch.matmul``, i.e. cuBLAS; ``torch._scaled_mm`` for float8); the steps above;
 # and the fused epilogue ``step-5-fused-gelu`` against ``torch-matmul-then-gelu``. The dashed line
 # is torch's own matmul at 8192³ in the same dtype, measured in the same run. First the square

@@ -681,3 +681,21 @@ def test_offsets_past_2_31_elements():
     a.copy_(inputs((2, 64, 64), (64, 64), torch.float16, "cuda")[0])
     b = inputs((64, 64), (64, 64), torch.float16, "cuda")[1]
     check(a, b)
+
+
+def test_auto_method_keeps_small_16_bit_products_on_the_pointer_kernel(monkeypatch):
+    # What method="auto" would pick on a Hopper GPU (simulated: only the choice runs, nothing launches).
+    mm = importlib.import_module("tritonperf.kernels.matmul")  # the module, not the function
+
+    monkeypatch.setattr(runtime, "MODE", "gpu")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+
+    def choice(size, dtype, batch=1):
+        a, b = torch.empty((size, size), dtype=dtype), torch.empty((size, size), dtype=dtype)
+        out = torch.empty((size, size), dtype=torch.bfloat16 if dtype == FP8 else dtype)
+        return mm._auto_method(a, b, out, batch)
+
+    assert choice(2048, torch.float16) == choice(1024, torch.bfloat16) == "tiles"
+    assert choice(4096, torch.float16) == choice(4096, torch.bfloat16) == "tma"
+    assert choice(1024, torch.float16, batch=8) == "tiles" and choice(1024, torch.float16, batch=9) == "tma"
+    assert choice(256, FP8) == "tma"  # float8: the TMA kernel at every size

@@ -122,7 +122,7 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
 
 
 def plot_groups(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> list[tuple[str, Any, Any]]:
-    """``(label, select, series)`` for each plot of one case, as :func:`plot_results` takes them.
+    """``(label, select, series)`` for each plot of one case, as :func:`~tritonperf.bench.plot_results` takes them.
 
     One plot for most kernels. The matmul's square sizes and its transformer shapes get one each;
     attention one per head dim and causality, with ``B`` and ``H`` (which change with ``N``) left
@@ -219,7 +219,7 @@ def roofline_page(paths: list, image_dir, image_url: str) -> str:
     return "\n".join(parts) or "No recorded run with a matmul ceiling yet: run `nox -s bench` on a GPU.\n"
 
 
-#: The attention shape of the strategies table: 16k tokens of 16 heads of 128, not causal.
+#: The attention shape of the strategies table, 16k tokens of 16 heads of 128, not causal.
 ATTENTION_CASE = {"B": 4, "H": 16, "N": 4096, "D": 128, "causal": False}
 #: The optimization chapter's before/after pairs, each a tuple of strategy, lesson page, kernel,
 #: direction, dtype, shape, variant before and variant after. Both variants come from one run.

@@ -14,8 +14,9 @@ Two kernels:
 * :func:`matmul_tma_kernel` (``method="tma"``): a persistent grid of one program per SM,
   each looping over tiles, with operands moved by the Tensor Memory Accelerator through tensor
   descriptors built on the device (``tl.make_tensor_descriptor``). Needs compute capability 9.0
-  (Hopper) or newer and 16-byte aligned rows. ``method="auto"`` picks it wherever it can run: on
-  an H200 it was the faster of the two at every size measured.
+  (Hopper) or newer and 16-byte aligned rows. ``method="auto"`` picks it wherever it can run,
+  except for 16-bit products up to ``2048³`` (:data:`AUTO_TILES_MAX_WORK`), where the pointer
+  kernel measured faster on an H200.
 
 Both accumulate in float32 whatever the inputs, and apply the epilogue to the float32 tile
 before the one conversion to the output dtype: the scales, the bias, the activation and the
@@ -297,6 +298,12 @@ _MIN_BLOCK = 16  # tl.dot's smallest tile side
 _MIN_BLOCK_K_FP8 = 32  # Hopper's float8 MMA takes K in steps of 32
 _BARRIER_BYTES = 1024  # room for the pipeline's barriers (compiled for sm_90: 32 to 56 bytes) and alignment
 _TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descriptor tile
+# method="auto" runs 16-bit products of at most this many multiply-adds (M·N·K, batch included)
+# with the pointer kernel: in the recorded H200 run the autotuned pointer kernel was faster than the
+# persistent TMA kernel at every square size from 256³ to 2048³ (float16 2048³: 655 against 620
+# TFLOPS), and slower from 4096³ up and on every transformer shape. float8 always takes the TMA
+# kernel, many times faster there.
+AUTO_TILES_MAX_WORK = 2048**3
 _INTERPRETER_SMS = 4  # what the persistent grid assumes in interpreter mode
 _INT32_LIMIT = 2**31 - 1
 _MAX_BATCH = 65535  # CUDA's limit on the grid's second dimension
@@ -455,6 +462,14 @@ def _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stag
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _auto_method(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, batch: int) -> str:
+    """What ``method="auto"`` runs: ``"tma"`` on a GPU where it can, but not for small 16-bit products."""
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    if a.dtype in (torch.float16, torch.bfloat16) and batch * M * N * K <= AUTO_TILES_MAX_WORK:
+        return "tiles"
+    return "tma" if runtime.MODE == "gpu" and _tma_obstacle(a, b, out, K) is None else "tiles"
+
+
 def _tma_obstacle(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, K: int) -> str | None:
     """Why the tensor-descriptor kernel cannot run on these operands, or None when it can."""
     if runtime.MODE == "gpu" and torch.cuda.get_device_capability(a.device)[0] < 9:
@@ -551,7 +566,8 @@ def matmul(
         method: ``"tiles"`` (the pointer kernel, any strides), ``"tma"`` (the persistent kernel
             with tensor descriptors: compute capability ≥ 9.0, ``a`` and ``b`` with stride 1 along
             one of their last two dimensions and 16-byte aligned rows, an output row of a
-            16-byte multiple), or ``"auto"``: ``"tma"`` on a GPU where it can run, else ``"tiles"``.
+            16-byte multiple), or ``"auto"``: ``"tma"`` on a GPU where it can run, except for
+            16-bit products of at most ``2048³`` multiply-adds, else ``"tiles"``.
         group_m: tile rows walked together (1 is plain row-major program order).
         block_m, block_n, block_k, num_warps, num_stages: pin the launch configuration instead of
             autotuning. Any one given pins all of them; the others default to 128 × 128 tiles with
@@ -631,9 +647,8 @@ def matmul(
 
     batch = batch or 1
     if method == "auto":
-        # Measured on an H200: the persistent TMA kernel beats the pointer kernel wherever it can run.
         boxes_fit = all(v is None or v <= _TMA_MAX_BOX for v in (block_m, block_n, block_k))
-        method = "tma" if runtime.MODE == "gpu" and boxes_fit and _tma_obstacle(a, b, out, K) is None else "tiles"
+        method = _auto_method(a, b, out, batch) if boxes_fit else "tiles"
     pinned = any(v is not None for v in (block_m, block_n, block_k, num_warps, num_stages))
     tile = {}
     if pinned:

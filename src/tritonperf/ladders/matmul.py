@@ -18,7 +18,7 @@ the same errors.
   chooses for each shape and dtype (``method="tiles"``).
 * step 4, :func:`matmul_persistent_tma`: one program per SM looping over tiles, with operands
   moved by the Tensor Memory Accelerator (``method="tma"``; compute capability 9.0 or newer).
-  This is what :func:`tritonperf.matmul` runs by default wherever it can.
+  This is what :func:`tritonperf.matmul` runs by default wherever it can, above ``2048³`` in 16-bit types.
 * step 5, :func:`matmul_fused_gelu`: the GELU applied to each tile before it is written, against
   torch's matmul followed by a separate GELU, which writes C, reads it back and writes it again.
 """

@@ -9,7 +9,8 @@ Every variant allocates its output, as ``torch.matmul`` does, and the rate count
   (with step 2 also run without software pipelining, ``step-2-grouped-1-stage``), and the fused
   epilogue: ``gelu(a @ b)`` in one kernel (``step-5-fused-gelu``) against
   ``torch.matmul`` followed by ``torch.nn.functional.gelu`` (``torch-matmul-then-gelu``).
-  ``tritonperf`` runs the persistent TMA kernel where it can (step 4 pins that choice).
+  ``tritonperf`` runs the persistent TMA kernel where it can above 2048³ (step 4 pins that choice
+  at every size).
 * float8_e4m3fn with per-tensor scales and bfloat16 output: ours against ``torch._scaled_mm``,
   which needs ``b`` column-major, so ``b`` is given that way to every variant (ours reads it
   through its strides).
