@@ -449,7 +449,8 @@ class AttentionConfig:
     num_stages: int
 
 
-# Hand-picked for Hopper (sm_90) and not yet timed on a GPU. Each entry was compiled for sm_90 with
+# Hand-picked for Hopper (sm_90), not yet tuned by measurement (the recorded H200 run times these
+# entries, not alternatives to them). Each entry was compiled for sm_90 with
 # triton 3.9 (tritonperf.asm.compile_for_hopper) and kept only if ptxas spilled no registers (no
 # stack frame, no local loads or stores); the block shapes follow the usual FlashAttention choices,
 # and where several fitted, the one with the fewest registers was taken. Without pointer-free loads
