@@ -134,13 +134,13 @@ for block, rows_per_tile, warps in FWD_CONFIGS:
     print(f"{block:>13} {rows_per_tile:>10} {warps:>6}")
 
 # %%
-# * **A persistent grid for long 16-bit rows.** Above 4096 columns in float16 and bfloat16, the
-#   launcher starts as many programs as the GPU runs at once (it asks the compiled kernel for its
-#   registers and shared memory, and works out how many fit on an SM), and each program walks
-#   tiles ``p, p + P, p + 2P, …``: weight and bias are loaded once per program instead of once
-#   per tile. Launching more programs than fit would be worse than launching fewer: the extra
-#   ones would start only after others had finished their whole share. For float32 and for
-#   shorter rows, one program per tile measured faster, and that is what runs.
+# * **A persistent grid for long rows.** Above 4096 columns in float16 and bfloat16 (8192 in
+#   float32), the launcher starts as many programs as the GPU runs at once (it asks the compiled
+#   kernel for its registers and shared memory, and works out how many fit on an SM), and each
+#   program walks tiles ``p, p + P, p + 2P, …``: weight and bias are loaded once per program
+#   instead of once per tile. Launching more programs than fit would be worse than launching fewer: the extra
+#   ones would start only after others had finished their whole share. For shorter rows one
+#   program per tile measured faster, and that is what runs.
 # * **Long rows in two passes.** Above 16384 columns a row no longer fits in registers (compiled
 #   for Hopper, 32768 columns in 32 warps already spill), and the program streams it through
 #   8192-element tiles: a first pass gathers the statistics, a second pass re-reads the row, which

@@ -344,13 +344,13 @@ def test_default_configs(device):
 
 
 def test_forward_grid(device):
-    # One program per tile for float32 and for rows up to FWD_ONE_TILE_MAX_N columns; a persistent
-    # grid (fewer programs than tiles) for longer 16-bit rows.
-    for n, itemsize in [(256, 2), (FWD_ONE_TILE_MAX_N, 2), (16384, 4)]:
+    # One program per tile for rows up to FWD_ONE_TILE_MAX_N[itemsize] columns; a persistent grid
+    # (fewer programs than tiles) for longer rows.
+    for n, itemsize in [(256, 2), (FWD_ONE_TILE_MAX_N[2], 2), (FWD_ONE_TILE_MAX_N[4], 4)]:
         cfg = norm_config(4096, n, "fwd", device, itemsize=itemsize)
         assert cfg.programs == -(-4096 // cfg.rows)
-    cfg = norm_config(4096, 16384, "fwd", device, itemsize=2)
-    assert cfg.programs < 4096
+    for n, itemsize in [(FWD_ONE_TILE_MAX_N[2] + 1, 2), (FWD_ONE_TILE_MAX_N[4] + 1, 4)]:
+        assert norm_config(4096, n, "fwd", device, itemsize=itemsize).programs < 4096
     assert norm_config(4096, 256, "fwd", device, itemsize=2, programs=3).programs == 3  # the knob wins
 
 

@@ -122,7 +122,7 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
 
 
 def plot_groups(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> list[tuple[str, Any, Any]]:
-    """``(label, select, series)`` for each plot of one case, as :func:`~tritonperf.bench.plot_results` takes them.
+    """``(label, select, series)`` for each plot of one case, as ``plot_results`` takes them.
 
     One plot for most kernels. The matmul's square sizes and its transformer shapes get one each;
     attention one per head dim and causality, with ``B`` and ``H`` (which change with ``N``) left

@@ -511,7 +511,7 @@ _MAX_PROGRAMS_AXIS_1 = 65535  # CUDA's limit on the grid's second dimension
 def attention_config(head_dim: int, causal: bool, dtype: torch.dtype, kernel: Kernel = "fwd") -> AttentionConfig:
     """The launch configuration of one attention kernel: ``"fwd"``, ``"bwd_dkdv"`` or ``"bwd_dq"``.
 
-    From :data:`INTERPRETER_CONFIGS` in interpreter mode, else from the table of that kernel.
+    From ``INTERPRETER_CONFIGS`` in interpreter mode, else from the table of that kernel.
     """
     if kernel not in _TABLES:
         raise ValueError(f"kernel must be one of {', '.join(_TABLES)}; got {kernel!r}")

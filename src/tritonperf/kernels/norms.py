@@ -329,10 +329,12 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 FWD_CONFIGS = (
     (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 2, 4), (2048, 2, 8), (4096, 2, 4), (8192, 1, 8), (16384, 1, 16),
 )
-# The forward launches one program per tile (no persistent loop) for float32 rows and for rows up
-# to this many columns: on an H100 that was 1-5 % faster at 4096 columns and float32 8192-16384
-# (up to 0.99 of the copy ceiling), and slower only for 16-bit rows of 16384 columns.
-FWD_ONE_TILE_MAX_N = 4096
+# The forward launches one program per tile (no persistent loop) for rows up to this many columns,
+# by element size; a persistent grid above. Sweeps on an H100 and the recorded H200 run: one tile per
+# program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 -> 0.91 of the copy
+# ceiling at 4096 x 8192, 0.86 -> 0.94 at 16384 x 8192), slower for float32 rows of 16384 (0.84 ->
+# 0.76) and 16-bit rows past 4096.
+FWD_ONE_TILE_MAX_N = {2: 4096, 4: 8192}
 BWD_CONFIGS = ((128, 16, 4), (256, 8, 4), (512, 4, 4), (1024, 2, 16), (2048, 1, 4), (4096, 2, 8), (8192, 1, 8))
 # Longer rows, streamed in two passes over tiles: (BLOCK_N, rows per tile, num_warps). The forward
 # takes one row at a time; the backward takes two, which halves its updates of the partial sums.
@@ -409,7 +411,7 @@ def norm_config(
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
     choice in interpreter mode): the tables ``FWD_CONFIGS`` / ``BWD_CONFIGS`` when rows fit in
     registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward launches one program per tile for
-    float32 rows and rows of up to ``FWD_ONE_TILE_MAX_N`` columns. Otherwise the grid is persistent:
+    rows of up to ``FWD_ONE_TILE_MAX_N[itemsize]`` columns. Otherwise the grid is persistent:
     ``programs`` defaults to ``per_sm`` programs per SM (the launchers measure it with
     :func:`programs_per_sm`; left at None, an estimate from ``num_warps``), never more than there
     are tiles. ``itemsize`` is the bytes per element of ``x``; with ``n_sums`` (the number of weight
@@ -434,7 +436,7 @@ def norm_config(
         rows = rows or default_rows
         num_warps = num_warps or default_warps
         tiles = cdiv(M, rows)
-        if direction == "fwd" and (itemsize == 4 or block_n <= FWD_ONE_TILE_MAX_N):
+        if direction == "fwd" and block_n <= FWD_ONE_TILE_MAX_N.get(itemsize, 4096):
             programs = programs or tiles  # one tile per program (see FWD_ONE_TILE_MAX_N)
         programs = programs or sms * (per_sm or max(1, 16 // num_warps))
     else:  # long rows, two passes over tiles
