@@ -201,7 +201,10 @@ print("float8 with scales matches the reference")
 # ``torch`` (``torch.matmul``, i.e. cuBLAS; ``torch._scaled_mm`` for float8); the steps above;
 # and the fused epilogue ``step-5-fused-gelu`` against ``torch-matmul-then-gelu``. The dashed line
 # is torch's own matmul at 8192³ in the same dtype, measured in the same run. First the square
-# sizes, then the shapes of a transformer layer's projections.
+# sizes, then the shapes of a transformer layer's projections. float32 runs on the Tensor Cores
+# as tf32, against ``torch.matmul`` with TF32 allowed (``torch-tf32``); the variant
+# ``step-3-autotuned-fp32-fma`` is step 3 with ``input_precision="ieee"``, full float32 on the
+# ordinary FMA units: what the Tensor Cores are worth when nothing else changes.
 
 
 def square(shape):
@@ -213,7 +216,7 @@ if not results:
     print("No GPU here and no recorded matmul results found: the plots below are skipped.")
 for doc, live in results:
     gpu = doc["provenance"]["gpu"]
-    for dtype in ("float16", "bfloat16", "float8_e4m3fn"):
+    for dtype in ("float16", "bfloat16", "float32", "float8_e4m3fn"):
         if any(r["kernel"] == "matmul" and r["dtype"] == dtype for r in doc["records"]):
             plot_results(doc, "matmul", dtype, live=live, select=square, series=(),
                          title=f"matmul, {dtype}, square M = N = K, {gpu}")

@@ -242,6 +242,8 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]
      "step-1-row-4-warps", "step-2-row-scaled-warps"),
     ("partial sums instead of atomics", "plot_03_layer_norm", "layer_norm", "bwd", "float16", {"M": 4096, "N": 4096},
      "step-1-atomic-sums", "tritonperf"),
+    ("Tensor Cores: tf32 instead of float32 FMA", "plot_06_matmul", "matmul", "fwd", "float32",
+     {"M": 4096, "N": 4096, "K": 4096}, "step-3-autotuned-fp32-fma", "step-3-autotuned"),
     ("grouped program order (L2 reuse)", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 8192, "N": 8192, "K": 8192},
      "step-1-tiles", "step-2-grouped"),
     ("software pipelining: 4 stages instead of 1", "plot_06_matmul", "matmul", "fwd", "float16",

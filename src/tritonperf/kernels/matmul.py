@@ -50,6 +50,7 @@ OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 FP8 = torch.float8_e4m3fn
 ACTIVATIONS = (None, "relu", "gelu", "silu")
 METHODS = ("auto", "tiles", "tma")
+INPUT_PRECISIONS = ("tf32", "ieee")  # float32 inputs: Tensor Cores (tf32) or full float32 FMA
 
 
 def _default_out_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -138,6 +139,7 @@ def matmul_kernel(
     M_BUCKET, N_BUCKET, K_BUCKET,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, ACTIVATION: tl.constexpr, INT64: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
 ):
     # M_BUCKET, N_BUCKET and K_BUCKET are unused here: they exist as the autotuner's key.
     # Program (t, z) computes output tile t of matrix z of the batch; a batch stride of 0
@@ -169,17 +171,18 @@ def matmul_kernel(
     for _ in tl.range(0, k_whole, BLOCK_K):
         a = tl.load(a_ptrs, mask=row_ok, other=0.0)
         b = tl.load(b_ptrs, mask=col_ok, other=0.0)
-        # float32 inputs go through the Tensor Cores as tf32 (10-bit mantissa). float8 partial sums
-        # are added into the float32 accumulator after every BLOCK_K: on Hopper, Triton would otherwise
-        # let the fp8 MMA accumulate the whole of K in its own, less precise, accumulator.
-        acc = tl.dot(a, b, acc, input_precision="tf32", max_num_imprecise_acc=BLOCK_K)
+        # float32 inputs go through the Tensor Cores as tf32 (10-bit mantissa) unless INPUT_PRECISION
+        # is "ieee" (full float32 on the ordinary FMA units). float8 partial sums are added into the
+        # float32 accumulator after every BLOCK_K: on Hopper, Triton would otherwise let the fp8 MMA
+        # accumulate the whole of K in its own, less precise, accumulator.
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
         a_ptrs += step_a
         b_ptrs += step_b
     if k_whole < K:  # a last, partial K tile; zeros past the end of K add nothing to the sums
         k_ok = ks < K - k_whole
         a = tl.load(a_ptrs, mask=row_ok & k_ok[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=k_ok[:, None] & col_ok, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision="tf32", max_num_imprecise_acc=BLOCK_K)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
 
     acc = epilogue(acc, cols, N, bias_ptr, scale_a_ptr, scale_b_ptr, HAS_BIAS, HAS_SCALES, ACTIVATION)
     c_ptrs = c_ptr + z * stride_cb + rows[:, None] * stride_cm + cols[None, :] * stride_cn
@@ -231,7 +234,7 @@ def matmul_tma_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     A_BATCHED: tl.constexpr, B_BATCHED: tl.constexpr, C_BATCHED: tl.constexpr,
     A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
-    HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, ACTIVATION: tl.constexpr,
+    HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
     # Descriptors are built once per program, and each program then walks tiles
     # num_programs apart: the grid is at most one program per SM, so descriptor set-up and
@@ -259,7 +262,7 @@ def matmul_tma_kernel(
         for k0 in tl.range(0, K, BLOCK_K):
             a = _load_tile(a_desc, z, m0, k0, BLOCK_M, BLOCK_K, A_BATCHED, A_TRANSPOSED)
             b = _load_tile(b_desc, z, k0, n0, BLOCK_K, BLOCK_N, B_BATCHED, B_TRANSPOSED)
-            acc = tl.dot(a, b, acc, input_precision="tf32", max_num_imprecise_acc=BLOCK_K)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
         cols = n0 + tl.arange(0, BLOCK_N)
         acc = epilogue(acc, cols, N, bias_ptr, scale_a_ptr, scale_b_ptr, HAS_BIAS, HAS_SCALES, ACTIVATION)
         c = acc.to(c_ptr.dtype.element_ty)
@@ -375,7 +378,8 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
 def _tuned(kernel, tma: bool):
     return triton.autotune(
         configs=CONFIGS,
-        key=["M_BUCKET", "N_BUCKET", "K_BUCKET"],  # the autotuner adds the dtypes of the tensor arguments
+        # The autotuner adds the dtypes of the tensor arguments; tf32 and full float32 tune apart.
+        key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
         prune_configs_by={"early_config_prune": functools.partial(prune_configs, tma=tma)},
         cache_results=True,  # tuning results are kept in TRITON_CACHE_DIR for later processes
     )(kernel)
@@ -536,12 +540,14 @@ def matmul(
     block_k: int | None = None,
     num_warps: int | None = None,
     num_stages: int | None = None,
+    input_precision: str = "tf32",
 ) -> torch.Tensor:
     """``activation(scale_a * scale_b * (a @ b) + bias)`` in one kernel, accumulated in float32.
 
     Float32 inputs are multiplied on the Tensor Cores as tf32 (inputs rounded to a 10-bit
     mantissa, about 1e-3 relative error against a float64 reference), as
-    ``torch.backends.cuda.matmul.allow_tf32 = True`` would have torch do. Float8 inputs are
+    ``torch.backends.cuda.matmul.allow_tf32 = True`` would have torch do; ``input_precision="ieee"``
+    multiplies them in full float32 on the ordinary FMA units instead, without the Tensor Cores. Float8 inputs are
     ``torch.float8_e4m3fn`` with one scale per tensor; they are fastest with K contiguous in both
     operands (``a`` row-major, ``b`` column-major, as ``torch._scaled_mm`` requires): in other
     layouts the Tensor Cores' float8 instructions need the tiles transposed, and (compiled for
@@ -572,6 +578,7 @@ def matmul(
         block_m, block_n, block_k, num_warps, num_stages: pin the launch configuration instead of
             autotuning. Any one given pins all of them; the others default to 128 × 128 tiles with
             a 128-byte K tile, 4 warps and 4 stages.
+        input_precision: ``"tf32"`` (default) or ``"ieee"``, for float32 inputs only.
 
     Returns:
         ``out``, or a new contiguous tensor of shape ``(M, N)``, or ``(B, M, N)`` when either
@@ -582,8 +589,9 @@ def matmul(
         ValueError: a wrong rank, mismatched inner dimensions, batch sizes, dtypes or devices, a
             bias of the wrong shape or dtype, an unknown activation, float8 without scales or
             scales without float8, float8 on a GPU older than compute capability 8.9, a bad
-            ``out``, a bad knob, inputs that require a gradient (there is no backward pass), or
-            ``method="tma"`` where tensor descriptors cannot be used.
+            ``out``, a bad knob, ``input_precision="ieee"`` for inputs other than float32, inputs
+            that require a gradient (there is no backward pass), or ``method="tma"`` where tensor
+            descriptors cannot be used.
     """
     _check_operand("a", a, "(M, K)")
     _check_operand("b", b, "(K, N)")
@@ -625,6 +633,10 @@ def matmul(
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors.values()):
         raise ValueError("matmul has no backward pass: call it under torch.no_grad(), or detach the inputs")
     _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stages)
+    if input_precision not in INPUT_PRECISIONS:
+        raise ValueError(f"input_precision must be one of {', '.join(INPUT_PRECISIONS)}; got {input_precision!r}")
+    if input_precision != "tf32" and a.dtype != torch.float32:
+        raise ValueError(f"input_precision applies to float32 inputs only; got {_dtype_name(a.dtype)} inputs")
     if batch is not None and batch > _MAX_BATCH:
         raise ValueError(f"at most {_MAX_BATCH} matrices per batch are supported, got {batch}")
 
@@ -660,7 +672,7 @@ def matmul(
             num_stages=num_stages or PINNED_DEFAULTS["num_stages"],
         )
         _check_pinned_tile(tile, a, out, device, tma=method == "tma")
-    common = dict(GROUP_M=group_m, HAS_BIAS=bias is not None, HAS_SCALES=a.dtype == FP8,
+    common = dict(GROUP_M=group_m, HAS_BIAS=bias is not None, HAS_SCALES=a.dtype == FP8, INPUT_PRECISION=input_precision,
                   ACTIVATION=activation or "none")
     buckets = (_bucket(M), _bucket(N), _bucket(K))
     sa, sb = _strides(a), _strides(b)

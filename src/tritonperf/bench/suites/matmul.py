@@ -11,6 +11,10 @@ Every variant allocates its output, as ``torch.matmul`` does, and the rate count
   ``torch.matmul`` followed by ``torch.nn.functional.gelu`` (``torch-matmul-then-gelu``).
   ``tritonperf`` runs the persistent TMA kernel where it can above 2048³ (step 4 pins that choice
   at every size).
+* float32, square sizes to 4096³: ours (tf32 on the Tensor Cores, as by default) against
+  ``torch.matmul`` with TF32 allowed (``torch-tf32``), and the autotuned pointer kernel with tf32
+  (``step-3-autotuned``) and with full float32 on the FMA units (``step-3-autotuned-fp32-fma``):
+  what the Tensor Cores are worth, with nothing else changed.
 * float8_e4m3fn with per-tensor scales and bfloat16 output: ours against ``torch._scaled_mm``,
   which needs ``b`` column-major, so ``b`` is given that way to every variant (ours reads it
   through its strides).
@@ -41,6 +45,8 @@ LLM_SHAPES: list[Shape] = [
 ]
 SHAPES: list[Shape] = [{"M": s, "N": s, "K": s} for s in SQUARE_SIZES] + LLM_SHAPES
 QUICK_SHAPES: list[Shape] = [{"M": s, "N": s, "K": s} for s in (1024, 4096)] + LLM_SHAPES[:1]
+# float32 without the Tensor Cores runs at a few percent of their rate: square sizes up to 4096³.
+FP32_SHAPES: list[Shape] = [{"M": s, "N": s, "K": s} for s in (1024, 2048, 4096)]
 
 
 def make_args(shape: Shape, dtype: torch.dtype) -> tuple:
@@ -60,6 +66,17 @@ def torch_matmul_then_gelu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return F.gelu(torch.matmul(a, b))
 
 
+def torch_matmul_tf32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.matmul`` with TF32 allowed for float32 inputs, as ours multiplies them by default."""
+    backend = torch.backends.cuda.matmul
+    previous = backend.fp32_precision
+    backend.fp32_precision = "tf32"
+    try:
+        return torch.matmul(a, b)
+    finally:
+        backend.fp32_precision = previous
+
+
 def torch_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
     """torch's float8 matmul, with the same scales and the same bfloat16 output as ours."""
     return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)
@@ -74,7 +91,8 @@ def _nbytes(shape: Shape, dtype: torch.dtype) -> int:
 
 
 def specs() -> list[BenchSpec]:
-    """float16 and bfloat16 against torch and the lesson's steps; float8 against ``torch._scaled_mm``."""
+    """float16 and bfloat16 against torch and the lesson's steps; float32 with and without the Tensor
+    Cores; float8 against ``torch._scaled_mm``."""
     return [
         BenchSpec(
             kernel="matmul",
@@ -95,6 +113,24 @@ def specs() -> list[BenchSpec]:
                 "step-4-persistent-tma": matmul_persistent_tma,
                 "step-5-fused-gelu": matmul_fused_gelu,
                 "torch-matmul-then-gelu": torch_matmul_then_gelu,
+            },
+            nbytes=_nbytes,
+            flops=_flops,
+        ),
+        BenchSpec(
+            kernel="matmul",
+            direction="fwd",
+            metric="TFLOPS",
+            x="N",
+            shapes=FP32_SHAPES,
+            quick_shapes=FP32_SHAPES[:1],
+            dtypes=[torch.float32],
+            make_args=make_args,
+            variants={
+                "tritonperf": lambda a, b: matmul(a, b),
+                "torch-tf32": torch_matmul_tf32,
+                "step-3-autotuned": matmul_autotuned,
+                "step-3-autotuned-fp32-fma": lambda a, b: matmul(a, b, method="tiles", input_precision="ieee"),
             },
             nbytes=_nbytes,
             flops=_flops,
