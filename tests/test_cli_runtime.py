@@ -110,7 +110,7 @@ def test_bench_output_path(out, expected, sample_doc, tmp_path, monkeypatch):
 
 def test_bench_logs_each_measurement_off_a_terminal(sample_doc, tmp_path, monkeypatch, capsys):
     # The measuring itself needs a GPU; here a stand-in run reports one record, as the real one does.
-    def fake_run(kernels, *, command, quick, progress, log):
+    def fake_run(kernels, *, command, quick, progress, log, failures):
         progress(1, 99, sample_doc["records"][0])
         return sample_doc
 
@@ -127,3 +127,39 @@ def test_importing_triton_first_warns_without_gpu():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"CUDA_VISIBLE_DEVICES": ""}
     out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode != 0 and "import tritonperf first" in out.stderr
+
+
+def test_bench_keeps_going_past_a_failing_case(sample_doc, tmp_path, monkeypatch, capsys):
+    # A case that raises is reported and left out; the file is still written, and the exit status says so.
+    def fake_run(kernels, *, command, quick, progress, log, failures):
+        failures.append("vector_add fwd float32 {'N': 4} tritonperf: RuntimeError: boom")
+        return sample_doc
+
+    monkeypatch.setattr(runtime, "MODE", "gpu")
+    monkeypatch.setattr(cli.runner, "run", fake_run)
+    assert cli.main(["bench", "vector_add", "--out", str(tmp_path / "run.json")]) == 1
+    err = capsys.readouterr().err
+    assert "1 case(s) failed" in err and "RuntimeError: boom" in err
+    assert records.load(tmp_path / "run.json") == sample_doc
+
+
+def test_measure_records_failures_and_goes_on(monkeypatch):
+    from tritonperf.bench import runner
+    from tritonperf.bench.specs import BenchSpec
+
+    def fake_time_ms(fn, make_args, nbytes):
+        return fn()
+
+    def broken():
+        raise RuntimeError("no kernel today")
+
+    spec = BenchSpec(kernel="vector_add", direction="fwd", metric="GBps", x="N", shapes=[{"N": 8}], quick_shapes=[],
+                     dtypes=[torch.float32], make_args=lambda shape, dtype: (),
+                     variants={"tritonperf": lambda: 0.5, "torch": broken}, nbytes=lambda shape, dtype: 64)
+    monkeypatch.setattr(runner, "time_ms", fake_time_ms)
+    failures: list[str] = []
+    recs = runner.measure(spec, failures=failures)
+    assert [r["variant"] for r in recs] == ["tritonperf"] and recs[0]["ms"] == 0.5
+    assert failures == ["vector_add fwd float32 {'N': 8} torch: RuntimeError: no kernel today"]
+    with pytest.raises(RuntimeError, match="no kernel today"):
+        runner.measure(spec)  # without a list, the first failure stops the run

@@ -83,11 +83,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 progress.console.log(f"[{done}/{total}] {desc}: {rec['ms'] * 1e3:,.1f} µs, {rate}")
 
         command = "tritonperf " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        doc = runner.run(kernels, command=command, quick=args.quick, progress=on_record, log=progress.console.log)
+        failures: list[str] = []  # a failing case must not throw away the rest of a long run
+        doc = runner.run(kernels, command=command, quick=args.quick, progress=on_record, log=progress.console.log,
+                         failures=failures)
     out = _out_path(args.out, doc)
     records.save(doc, out)
     _print_summary(doc)
     console.print(f"wrote {out}")
+    if failures:
+        err_console.print(f"[red]error:[/red] {len(failures)} case(s) failed and are missing from {out}:")
+        for line in failures:
+            err_console.print(f"  {line}")
+        return 1
     return 0
 
 

@@ -28,16 +28,32 @@ def count_cases(specs: Iterable[BenchSpec], quick: bool = False) -> int:
 
 
 def measure(
-    spec: BenchSpec, *, quick: bool = False, progress: Progress | None = None, done: int = 0, total: int = 0
+    spec: BenchSpec,
+    *,
+    quick: bool = False,
+    progress: Progress | None = None,
+    done: int = 0,
+    total: int = 0,
+    failures: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Time every variant of ``spec`` at every shape and dtype it applies to; return records.
 
-    Each measurement draws its own fresh random inputs. Needs a CUDA GPU.
+    Each measurement draws its own fresh random inputs. Needs a CUDA GPU. A case that raises
+    stops the run, unless ``failures`` is a list: then the case is left out of the records, a
+    line naming it and the error is appended to the list, and the run goes on.
     """
     out = []
     for dtype, shape, variant in spec.cases(quick):
         nbytes, flops = spec.nbytes(shape, dtype), spec.flops(shape, dtype)
-        ms = time_ms(spec.variants[variant], functools.partial(spec.make_args, shape, dtype), nbytes or 0)
+        try:
+            ms = time_ms(spec.variants[variant], functools.partial(spec.make_args, shape, dtype), nbytes or 0)
+        except Exception as err:
+            if failures is None:
+                raise
+            case = f"{spec.kernel} {spec.direction} {dtype_name(dtype)} {shape} {variant}"
+            failures.append(f"{case}: {type(err).__name__}: {err}")
+            torch.cuda.empty_cache()
+            continue
         rec = records.record(spec.kernel, variant, spec.direction, dtype_name(dtype), shape, ms, nbytes, flops)
         out.append(rec)
         done += 1
@@ -50,10 +66,12 @@ def measure(
 def run(
     kernels: Iterable[str], *, command: str, quick: bool = False, progress: Progress | None = None,
     log: Callable[[str], None] = lambda _: None, ceilings: dict[str, float] | None = None,
+    failures: list[str] | None = None,
 ) -> dict[str, Any]:
     """Measure the ceilings and every spec of ``kernels`` in one run; return a validated document.
 
     ``ceilings`` measured earlier in the same process may be passed in instead of measured again.
+    ``failures``: as for :func:`measure`; each failure is also logged when it happens.
     """
     if not torch.cuda.is_available():
         raise RuntimeError("benchmarks need a CUDA GPU; none is visible to torch")
@@ -64,7 +82,10 @@ def run(
         ceilings = measure_ceilings(log)
     total, recs = count_cases(specs, quick), []
     for spec in specs:
-        recs += measure(spec, quick=quick, progress=progress, done=len(recs), total=total)
+        seen = len(failures) if failures is not None else 0
+        recs += measure(spec, quick=quick, progress=progress, done=len(recs), total=total, failures=failures)
+        for line in (failures or [])[seen:]:
+            log(f"FAILED {line}")
     doc = {"schema": records.SCHEMA_VERSION, "provenance": prov, "ceilings": ceilings, "records": recs}
     return records.validate(doc, "new run")
 
