@@ -137,10 +137,13 @@ for block, rows_per_tile, warps in FWD_CONFIGS:
 # * **A persistent grid for long rows.** Above 4096 columns in float16 and bfloat16 (8192 in
 #   float32), the launcher starts as many programs as the GPU runs at once (it asks the compiled
 #   kernel for its registers and shared memory, and works out how many fit on an SM), and each
-#   program walks tiles ``p, p + P, p + 2P, …``: weight and bias are loaded once per program
-#   instead of once per tile. Launching more programs than fit would be worse than launching fewer: the extra
-#   ones would start only after others had finished their whole share. For shorter rows one
-#   program per tile measured faster, and that is what runs.
+#   program walks tiles ``p, p + P, p + 2P, …``. Launching more programs than fit would be worse
+#   than launching fewer: the extra ones would start only after others had finished their whole
+#   share. For shorter rows one program per tile measured faster, and that is what runs.
+# * **Weight and bias loaded late.** They are read for each tile once the statistics are done,
+#   as step 1 does, not once per program and kept: held across the loop they take registers for
+#   all of it, and fewer programs fit on an SM. Every program reads the same ``N`` values, so
+#   the extra reads come from cache.
 # * **Long rows in two passes.** Above 16384 columns a row no longer fits in registers (compiled
 #   for Hopper, 32768 columns in 32 warps already spill), and the program streams it through
 #   8192-element tiles: a first pass gathers the statistics, a second pass re-reads the row, which
