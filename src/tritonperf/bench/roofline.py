@@ -5,10 +5,11 @@ arithmetic intensity of ``F / B`` operations per byte. With a memory bandwidth `
 and a compute peak ``P`` (operations/s), it cannot run faster than ``min(P, W * F / B)``: the
 roof. Both ceilings come from the same run as the records (``copy_GBps`` and torch's matmul).
 
-Matmul and attention records carry their own operation counts (attention: its matmuls only). The memory-bound kernels are recorded in GB/s;
-for them this module counts operations per element of the ``M x N`` (or ``N``) input with the
-convention below, forward passes only: any fair count gives an intensity far below one
-operation per byte, which is the point the roofline makes.
+Matmul and attention records carry their own operation counts (attention: its matmuls only).
+The memory-bound kernels are recorded in GB/s; for them this module counts operations per
+element of the ``M x N`` (or ``N``) input with the convention below, forward passes only: any
+fair count gives an intensity far below one operation per byte, which is the point the
+roofline makes.
 """
 
 from __future__ import annotations
