@@ -47,6 +47,7 @@ from tritonperf.kernels.attention import (
     FWD_CONFIGS,
     _dkdv_blocks,
     _fwd_blocks,
+    _hide_keys,
     attention_config,
     attention_fwd_kernel,
     attention_lse_reference,
@@ -214,9 +215,11 @@ print(f"log-sum-exp: largest difference from logsumexp(S) {(lse - torch.logsumex
 # maximum or the sum. The kernel writes it, one float32 per row, for the backward pass.
 #
 # The kernel is that loop with the blocks held in registers. Its inner loop, a ``@triton.jit``
-# helper the kernel calls once per range of key blocks:
+# helper the kernel calls once per range of key blocks, and the masking helper it shares with the
+# backward's dQ kernel:
 
 print(inspect.getsource(_fwd_blocks.fn))
+print(inspect.getsource(_hide_keys.fn))
 
 # %%
 # A few things differ from the torch loop:

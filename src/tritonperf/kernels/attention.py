@@ -106,6 +106,20 @@ def attention_lse_reference(
 
 # -- forward kernel ------------------------------------------------------------------------------
 @triton.jit
+def _hide_keys(s, rows, cols, N, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr):
+    # Scores s[i, j] of query rows[i] and key cols[j], with -inf where the key is hidden: right of the
+    # query (CAUSAL_MASK) or past the end of the sequence (SEQ_MASK). With neither flag, s as it is.
+    if CAUSAL_MASK or SEQ_MASK:
+        keep = tl.full([s.shape[1]], 1, tl.int1)[None, :]
+        if CAUSAL_MASK:
+            keep = keep & (cols[None, :] <= rows[:, None])
+        if SEQ_MASK:
+            keep = keep & (cols < N)[None, :]
+        s = tl.where(keep, s, float("-inf"))
+    return s
+
+
+@triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
                 stride_kn, stride_kk, stride_vn, stride_vk,
                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr):
@@ -124,16 +138,9 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
             k = tl.load(k_ptrs, mask=(cols < N)[:, None], other=0.0)
         else:
             k = tl.load(k_ptrs)
-        # float32 scores, not yet scaled. The max_num_imprecise_acc limits matter for float8 only: on
+        # float32 scores, not yet scaled, hidden keys at -inf. max_num_imprecise_acc matters for float8 only: on
         # Hopper its MMA would otherwise keep partial sums in a narrower accumulator across the block.
-        qk = tl.dot(q, tl.trans(k), max_num_imprecise_acc=HEAD_DIM)
-        if CAUSAL_MASK or SEQ_MASK:
-            keep = tl.full([BLOCK_N], 1, tl.int1)[None, :]
-            if CAUSAL_MASK:
-                keep = keep & (cols[None, :] <= rows[:, None])
-            if SEQ_MASK:
-                keep = keep & (cols < N)[None, :]
-            qk = tl.where(keep, qk, float("-inf"))
+        qk = _hide_keys(tl.dot(q, tl.trans(k), max_num_imprecise_acc=HEAD_DIM), rows, cols, N, CAUSAL_MASK, SEQ_MASK)
         # Every row has at least one visible key by now (key 0, or its own position on the diagonal),
         # so m_new is finite and no -inf - -inf appears. sm_scale > 0, so the scaled maximum is the
         # maximum of the scaled scores; the launcher enforces that.
@@ -349,7 +356,7 @@ def attention_bwd_dkdv_kernel(
 def _dq_blocks(dq, q, do, lse2, delta, k_base, v_base, rows, start, end, N, qk_scale,
                stride_kn, stride_kk, stride_vn, stride_vk,
                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr):
-    # Key/value blocks [start, end) for one block of query rows: dQ += dS K, masks as in _fwd_blocks.
+    # Key/value blocks [start, end) for one block of query rows: dQ += dS K, masked by _hide_keys.
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     k_ptrs = k_base + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
@@ -362,14 +369,7 @@ def _dq_blocks(dq, q, do, lse2, delta, k_base, v_base, rows, start, end, N, qk_s
         else:
             k = tl.load(k_ptrs)
             v = tl.load(v_ptrs)
-        x = tl.dot(q, tl.trans(k)) * qk_scale - lse2[:, None]
-        if CAUSAL_MASK or SEQ_MASK:
-            keep = tl.full([BLOCK_N], 1, tl.int1)[None, :]
-            if CAUSAL_MASK:
-                keep = keep & (cols[None, :] <= rows[:, None])
-            if SEQ_MASK:
-                keep = keep & (cols < N)[None, :]
-            x = tl.where(keep, x, float("-inf"))
+        x = _hide_keys(tl.dot(q, tl.trans(k)) * qk_scale - lse2[:, None], rows, cols, N, CAUSAL_MASK, SEQ_MASK)
         p = tl.exp2(x)
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])

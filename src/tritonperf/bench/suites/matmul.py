@@ -93,12 +93,10 @@ def _nbytes(shape: Shape, dtype: torch.dtype) -> int:
 def specs() -> list[BenchSpec]:
     """float16 and bfloat16 against torch and the lesson's steps; float32 with and without the Tensor
     Cores; float8 against ``torch._scaled_mm``."""
+    # What the three specs share: the kernel, the metric, the x axis and the counts.
+    common = dict(kernel="matmul", direction="fwd", metric="TFLOPS", x="N", nbytes=_nbytes, flops=_flops)
     return [
         BenchSpec(
-            kernel="matmul",
-            direction="fwd",
-            metric="TFLOPS",
-            x="N",
             shapes=SHAPES,
             quick_shapes=QUICK_SHAPES,
             dtypes=[torch.float16, torch.bfloat16],
@@ -114,14 +112,9 @@ def specs() -> list[BenchSpec]:
                 "step-5-fused-gelu": matmul_fused_gelu,
                 "torch-matmul-then-gelu": torch_matmul_then_gelu,
             },
-            nbytes=_nbytes,
-            flops=_flops,
+            **common,
         ),
         BenchSpec(
-            kernel="matmul",
-            direction="fwd",
-            metric="TFLOPS",
-            x="N",
             shapes=FP32_SHAPES,
             quick_shapes=FP32_SHAPES[:1],
             dtypes=[torch.float32],
@@ -132,14 +125,9 @@ def specs() -> list[BenchSpec]:
                 "step-3-autotuned": matmul_autotuned,
                 "step-3-autotuned-fp32-fma": lambda a, b: matmul(a, b, method="tiles", input_precision="ieee"),
             },
-            nbytes=_nbytes,
-            flops=_flops,
+            **common,
         ),
         BenchSpec(
-            kernel="matmul",
-            direction="fwd",
-            metric="TFLOPS",
-            x="N",
             shapes=SHAPES,
             quick_shapes=QUICK_SHAPES,
             dtypes=[torch.float8_e4m3fn],
@@ -149,7 +137,6 @@ def specs() -> list[BenchSpec]:
                 "torch": torch_scaled_mm,
                 "step-3-autotuned": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tiles"),
             },
-            nbytes=_nbytes,
-            flops=_flops,
+            **common,
         ),
     ]
