@@ -1,5 +1,5 @@
 """Sessions: ``tests`` (CPU through the interpreter, or full size on a GPU), ``docs``, ``lint``;
-``bench``, ``profiles`` and ``measuring`` need a GPU.
+``bench``, ``profiles``, ``measuring`` and ``first_call`` need a GPU.
 
 Run ``nox --no-venv --no-install -s SESSION`` to use an environment that already holds
 everything (for example a GPU machine's own torch); plain ``nox -s SESSION`` builds one.
@@ -68,6 +68,13 @@ def measuring(session: nox.Session) -> None:
     """Record how much the usual timing mistakes change a measurement, for the measuring chapter (GPU only)."""
     install(session)
     session.run("python", "tools/record_measuring.py", "--out", "docs/results/measuring", *session.posargs)
+
+
+@nox.session
+def first_call(session: nox.Session) -> None:
+    """Record what the autotuned matmul's first call costs, cold and with the cache kept (GPU only)."""
+    install(session)
+    session.run("python", "tools/record_first_call.py", "--out", "docs/results/first_call", *session.posargs)
 
 
 @nox.session

@@ -29,7 +29,9 @@ from tritonperf.kernels.attention import (
     BWD_DKDV_CONFIGS,
     BWD_DQ_CONFIGS,
     FP8,
+    FP8_MIN_HEAD_DIM,
     FWD_CONFIGS,
+    FWD_TMA_CONFIGS,
     HEAD_DIMS,
     INTERPRETER_CONFIGS,
     attention,
@@ -186,6 +188,41 @@ def test_strided_inputs_and_broadcast_gradient(device):
         assert_close(ours.grad, r.grad, torch.float16)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("method", ["pointers", "tma"])
+def test_forward_methods(device, method, causal):
+    # Both ways of moving blocks: an odd length (TMA fills the rows past N with zeros and clips the
+    # store), grouped-query heads, and q, k, v read in place from a packed (B, N, 3, H, D) projection.
+    packed = random_tensor((2, 77, 3, 4, 64), torch.float16, device)
+    q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
+    k, v = k[:, :2], v[:, :2]
+    out = poisoned(q.shape, torch.float16, device)
+    o, lse = attention_fwd(q, k, v, causal, out=out, method=method)
+    assert o is out
+    assert_close(o, attention_reference(q, k, v, causal), torch.float16)
+    assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+
+
+def test_forward_method_choice(device):
+    q, k, v = qkv(1, 2, 2, 40, 64, torch.float16, device)
+    o = torch.empty_like(q)
+    # "auto" takes TMA where a measured configuration exists and the layout allows it.
+    assert attn._fwd_method("auto", q, k, v, o, False) == "tma"
+    assert attn._fwd_method("auto", *(t[..., :32].contiguous() for t in (q, k, v, o)), True) == "pointers"
+    assert attn._fwd_method("auto", *(t.to(FP8) for t in (q, k, v)), o, False) == "pointers"
+    # Layouts a tensor descriptor cannot describe: "auto" falls back to pointers, "tma" says why.
+    d_strided = random_tensor((1, 2, 64, 40), torch.float16, device).transpose(-1, -2)
+    row_68 = random_tensor((1, 2, 40, 68), torch.float16, device)[..., :64]
+    for bad, reason in ((d_strided, r"q's head dim is not contiguous \(strides \(5120, 2560, 1, 40\)\)"),
+                        (row_68, r"q's stride 68 along dimension 2 is not a positive multiple of 16 bytes")):
+        assert attn._fwd_method("auto", bad, k, v, o, False) == "pointers"
+        assert_close(attention_fwd(bad, k, v)[0], attention_reference(bad, k, v), torch.float16)
+        with pytest.raises(ValueError, match="method='tma' cannot run: " + reason):
+            attention_fwd(bad, k, v, method="tma")
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma'; got 'tiles'"):
+        attention_fwd(q, k, v, method="tiles")
+
+
 def test_large_scores_do_not_overflow(device):
     # Scores of ±(hundreds) would overflow exp in float32 without the running maximum.
     q, k, v = qkv(1, 1, 1, 50, 32, torch.float16, device)
@@ -243,9 +280,12 @@ def test_every_head_dim_causality_and_dtype_has_a_configuration():
     keys = {(d, c, dt) for d in HEAD_DIMS for c in (False, True) for dt in (torch.float16, torch.bfloat16)}
     for table in (BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS):
         assert set(table) == keys
-    assert set(FWD_CONFIGS) == keys | {(d, c, FP8) for d in HEAD_DIMS for c in (False, True)}  # float8: forward only
+    # float8: forward only, and only where Q Kᵀ's reduced dimension fits its MMA.
+    assert set(FWD_CONFIGS) == keys | {(d, c, FP8) for d in HEAD_DIMS if d >= FP8_MIN_HEAD_DIM for c in (False, True)}
+    assert set(FWD_TMA_CONFIGS) <= keys
     # The block a program owns is a whole number of the blocks it loops over (the causal split needs it).
-    for cfg in [*FWD_CONFIGS.values(), *BWD_DQ_CONFIGS.values(), INTERPRETER_CONFIGS["fwd"], INTERPRETER_CONFIGS["bwd_dq"]]:
+    for cfg in [*FWD_CONFIGS.values(), *FWD_TMA_CONFIGS.values(), *BWD_DQ_CONFIGS.values(),
+                INTERPRETER_CONFIGS["fwd"], INTERPRETER_CONFIGS["fwd_tma"], INTERPRETER_CONFIGS["bwd_dq"]]:
         assert cfg.block_m % cfg.block_n == 0
     for cfg in [*BWD_DKDV_CONFIGS.values(), INTERPRETER_CONFIGS["bwd_dkdv"]]:
         assert cfg.block_n % cfg.block_m == 0
@@ -253,7 +293,7 @@ def test_every_head_dim_causality_and_dtype_has_a_configuration():
         assert attention_config(128, True, torch.float16, "bwd_dq") == INTERPRETER_CONFIGS["bwd_dq"]
     else:
         assert attention_config(128, True, torch.float16) == FWD_CONFIGS[(128, True, torch.float16)]
-    with pytest.raises(ValueError, match="kernel must be one of fwd, bwd_dkdv, bwd_dq"):
+    with pytest.raises(ValueError, match="kernel must be one of fwd, fwd_tma, bwd_dkdv, bwd_dq"):
         attention_config(64, False, torch.float16, "bwd")
 
 
@@ -261,20 +301,25 @@ MISSING = asm.cuda_compiler_missing()
 
 
 @pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
-@pytest.mark.parametrize("dtype, ptr, mma", [(torch.float16, "*fp16", ".f16.f16"), (FP8, "*fp8e4nv", ".e4m3.e4m3")], ids=str)
-def test_forward_compiles_to_wgmma_without_spills_for_hopper(dtype, ptr, mma):
+@pytest.mark.parametrize("dtype, ptr, mma, tma", [(torch.float16, "fp16", ".f16.f16", False), (torch.float16, "fp16", ".f16.f16", True),
+                                                (FP8, "fp8e4nv", ".e4m3.e4m3", False)], ids=str)
+def test_forward_compiles_to_wgmma_without_spills_for_hopper(dtype, ptr, mma, tma):
     # The main configuration (D = 128, causal) as a launch on contiguous tensors specializes it; the
-    # float8 forward writes bfloat16.
-    cfg = FWD_CONFIGS[(128, True, dtype)]
-    out = "*bf16" if dtype == FP8 else ptr
-    sig = {"q_ptr": ptr, "k_ptr": ptr, "v_ptr": ptr, "o_ptr": out, "lse_ptr": "*fp32"}
-    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": True, "GROUP": 1}
+    # float8 forward writes bfloat16. With TMA, q ... o are tensor descriptors of 1 x 1 x rows x D blocks.
+    cfg = (FWD_TMA_CONFIGS if tma else FWD_CONFIGS)[(128, True, dtype)]
+    out = "bf16" if dtype == FP8 else ptr
+    if tma:
+        rows = {"q": cfg.block_m, "k": cfg.block_n, "v": cfg.block_n, "o": cfg.block_m}
+        sig = {f"{t}_src": f"tensordesc<{out if t == 'o' else ptr}[1,1,{rows[t]},128]>" for t in "qkvo"} | {"lse_ptr": "*fp32"}
+    else:
+        sig = {"q_src": f"*{ptr}", "k_src": f"*{ptr}", "v_src": f"*{ptr}", "o_src": f"*{out}", "lse_ptr": "*fp32"}
+    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": True, "GROUP": 1, "TMA": tma}
     for t in "qkvo":
         for dim in ("z", "h", "n" if t in "kv" else "m"):
             sig[f"stride_{t}{dim}"] = "i32"
         consts[f"stride_{t}k"] = 1
     sig |= {"H": "i32", "N": "i32", "qk_scale": "fp32"}
-    aligned = [name for name in sig if name.endswith("_ptr") or name.startswith("stride")]
+    aligned = [name for name in sig if sig[name].startswith("*") or name.startswith("stride")]
     compiled = asm.compile_for_hopper(attn.attention_fwd_kernel, sig, consts, num_warps=cfg.num_warps,
                                       num_stages=cfg.num_stages, divisible_by_16=aligned)
     assert re.search(r"wgmma\.mma_async\S*" + re.escape(mma), compiled.ptx), "no Tensor Core MMA of the inputs' type"
@@ -368,7 +413,7 @@ def test_rejects_unsupported_dtypes(dtype, device):
 
 
 def test_float8_is_forward_only(device):
-    q, k, v = (t.to(FP8) for t in _qkv16(device))
+    q, k, v = (t.to(FP8) for t in _qkv16(device, d=32))
     with pytest.raises(ValueError, match="float8 attention has no backward pass"):
         attention(q.requires_grad_(), k, v)
     o16 = torch.zeros(q.shape, dtype=torch.float16, device=device)
@@ -377,7 +422,7 @@ def test_float8_is_forward_only(device):
 
 
 def test_float8_output_dtype(device):
-    q, k, v = (t.to(FP8) for t in _qkv16(device, n=40))
+    q, k, v = (t.to(FP8) for t in _qkv16(device, n=40, d=32))
     o, lse = attention_fwd(q, k, v)
     assert o.dtype == torch.bfloat16 and o.shape == q.shape and lse.dtype == torch.float32
     out = poisoned(q.shape, torch.float16, device)
@@ -390,6 +435,8 @@ def test_float8_output_dtype(device):
         attention_fwd(q, k, v, out=out)
     with pytest.raises(ValueError, match="out_dtype applies to float8 inputs only"):
         attention_fwd(*_qkv16(device), out_dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"float8 attention needs head_dim D >= 32 \(the float8 MMA's K step\), got D = 16"):
+        attention_fwd(*(t.to(FP8) for t in _qkv16(device)))
 
 
 def test_rejects_mixed_dtypes(device):
@@ -502,7 +549,7 @@ def test_benchmark_like_shapes_on_gpu(head_dim, causal, dtype):
 def float8_error_bound(q8, k8, v8, causal):
     """Per element, how far the float8 forward may be from the float64 reference of the same inputs.
 
-    The scores are exact products of float8 values summed in float32; what the float8 path adds is
+    The products of float8 values are exact; what the float8 path adds to the output's error is
     the rounding of each probability p to float8 before P·V, while the softmax's denominator l sums
     the unrounded p in float32. Round-to-nearest in e4m3 (3 mantissa bits) errs by at most
     2⁻⁴ · p for normal values and 2⁻¹⁰ for subnormal ones, so for output row i and column c:
@@ -534,7 +581,15 @@ def test_float8_forward_on_gpu(shape, causal):
     error = (o.double() - ref).abs()
     limit = float8_error_bound(q8, k8, v8, causal) + 2**-8 * ref.abs()  # bfloat16 output: 8 mantissa bits
     assert (error <= limit).all(), f"largest error {error.max().item():.3e}, {(error / limit).max().item():.2f} x its bound"
-    assert_close(lse, attention_lse_reference(q8, k8, causal), torch.float32)
+    # The log-sum-exp moves by at most the largest error of a row's scores. Those are sums of D exact
+    # products, but Hopper's float8 MMA does not add them in full float32: the bound assumes each of its
+    # D / 32 steps rounds the running sum to 13 fractional bits of the sum of magnitudes (DeepSeek-V3's
+    # report measured about 14 bits of accumulation precision for float8 on Hopper).
+    magnitudes = (q8.double().abs() @ k8.double().abs().repeat_interleave(q8.shape[1] // k8.shape[1], 1).transpose(-1, -2))
+    score_error = magnitudes.amax(-1) / math.sqrt(q8.shape[-1]) * (q8.shape[-1] // 32) * 2**-13
+    lse_error = (lse.double() - attention_lse_reference(q8, k8, causal)).abs()
+    worst = (lse_error / score_error).max().item()
+    assert (lse_error <= score_error + 1e-5).all(), f"lse off by {lse_error.max().item():.3e}, {worst:.2f} x its bound"
 
 
 @gpu_only

@@ -257,7 +257,9 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]
     ("fusion with an online softmax: no N × N scores in memory", "plot_07_attention", "attention", "fwd", "float16",
      ATTENTION_CASE, "step-1-naive", "step-2-one-config"),
     ("blocks, warps and stages per head dim", "plot_07_attention", "attention", "fwd", "float16", ATTENTION_CASE,
-     "step-2-one-config", "tritonperf"),
+     "step-2-one-config", "step-3-tuned"),
+    ("TMA (tensor descriptors) instead of pointer tiles", "plot_07_attention", "attention", "fwd", "float16",
+     ATTENTION_CASE, "step-3-tuned", "tritonperf"),
     ("recomputation: probabilities rebuilt from the log-sum-exp", "plot_07_attention", "attention", "bwd", "float16",
      ATTENTION_CASE, "step-1-naive", "tritonperf"),
 ]

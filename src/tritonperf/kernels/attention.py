@@ -59,8 +59,12 @@ FP8 = torch.float8_e4m3fn
 FWD_DTYPES = (*SUPPORTED_DTYPES, FP8)
 FP8_OUT_DTYPES = (torch.bfloat16, torch.float16)
 HEAD_DIMS = (16, 32, 64, 128, 256)
+# Hopper's float8 MMA takes the reduced dimension in steps of 32: Q Kᵀ over D needs D >= 32.
+FP8_MIN_HEAD_DIM = 32
 Direction = Literal["fwd", "bwd"]
-Kernel = Literal["fwd", "bwd_dkdv", "bwd_dq"]
+Kernel = Literal["fwd", "fwd_tma", "bwd_dkdv", "bwd_dq"]
+Method = Literal["auto", "pointers", "tma"]
+METHODS = ("auto", "pointers", "tma")
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
 LN2 = 0.6931471805599453  # ln(2): turns a base-2 logarithm into a natural one
@@ -120,21 +124,27 @@ def _hide_keys(s, rows, cols, N, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constex
 
 
 @triton.jit
-def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
+def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, z, h_kv, rows, start, end, N, qk_scale,
                 stride_kn, stride_kk, stride_vn, stride_vk,
-                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr):
+                BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr,
+                TMA: tl.constexpr):
     # Key/value blocks [start, end) for one block of queries, folded into the running state
     # (acc, l_i, m_i). The masks are compile-time switches: most blocks need none, and leaving
     # the comparisons and selects out of them keeps the inner loop to two matmuls and the softmax.
     # CAUSAL_MASK hides keys to the right of each query (blocks on the diagonal); SEQ_MASK hides keys
-    # past the end of the sequence (the last, partial block).
+    # past the end of the sequence (the last, partial block). With TMA, k_src and v_src are tensor
+    # descriptors of the whole (B, H_kv, N, D) tensors, which fill rows past N with zeros; without, they
+    # point at this head's keys and values.
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    k_ptrs = k_base + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
-    v_ptrs = v_base + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
+    if not TMA:
+        k_ptrs = k_src + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
+        v_ptrs = v_src + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
     for start_n in tl.range(start, end, BLOCK_N):
         cols = start_n + offs_n
-        if SEQ_MASK:
+        if TMA:
+            k = k_src.load([z, h_kv, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        elif SEQ_MASK:
             k = tl.load(k_ptrs, mask=(cols < N)[:, None], other=0.0)
         else:
             k = tl.load(k_ptrs)
@@ -148,7 +158,9 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
         p = tl.exp2(qk * qk_scale - m_new[:, None])  # one fused multiply-add per score, then exp2
         alpha = tl.exp2(m_i - m_new)  # how much the old maximum overstated the new one: 0 on the first block
         l_i = l_i * alpha + tl.sum(p, 1)
-        if SEQ_MASK:
+        if TMA:
+            v = v_src.load([z, h_kv, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        elif SEQ_MASK:
             v = tl.load(v_ptrs, mask=(cols < N)[:, None], other=0.0)
         else:
             v = tl.load(v_ptrs)
@@ -157,43 +169,51 @@ def _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, start, end, N, qk_scale,
         # inputs that rounds each probability to 3 mantissa bits; the sum l_i keeps them in float32).
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], max_num_imprecise_acc=BLOCK_N)
         m_i = m_new
-        k_ptrs += BLOCK_N * stride_kn
-        v_ptrs += BLOCK_N * stride_vn
+        if not TMA:
+            k_ptrs += BLOCK_N * stride_kn
+            v_ptrs += BLOCK_N * stride_vn
     return acc, l_i, m_i
 
 
 @triton.jit
 def attention_fwd_kernel(
-    q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
+    q_src, k_src, v_src, o_src, lse_ptr,
     stride_qz, stride_qh, stride_qm, stride_qk,
     stride_kz, stride_kh, stride_kn, stride_kk,
     stride_vz, stride_vh, stride_vn, stride_vk,
     stride_oz, stride_oh, stride_om, stride_ok,
     H, N, GROUP, qk_scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    TMA: tl.constexpr,
 ):
     # Program (i, z * H + h) computes query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h of batch z.
-    # The base offsets of a head are 64-bit (B * H * N * D can pass 2**31); offsets within one head
-    # stay 32-bit, which the launcher checks, so the per-element address arithmetic stays cheap.
+    # q_src ... o_src are pointers, or with TMA host-built tensor descriptors of the whole 4-D tensors
+    # (blocks of 1 x 1 x rows x HEAD_DIM; the copy engine then computes the addresses, clips at N, and
+    # the registers that pointer tiles would take are free). Without TMA, the base offsets of a head
+    # are 64-bit (B * H * N * D can pass 2**31); offsets within one head stay 32-bit, which the
+    # launcher checks, so the per-element address arithmetic stays cheap.
     start_m = tl.program_id(0)
     if IS_CAUSAL:
         # Causal work grows with the block's row: launch the longest programs first, so that the short
         # ones fill the gaps at the end of the grid instead of the long ones running on alone.
         start_m = tl.num_programs(0) - 1 - start_m
     zh = tl.program_id(1)
-    z = (zh // H).to(tl.int64)
-    h = (zh % H).to(tl.int64)
+    z = zh // H
+    h = zh % H
     h_kv = h // GROUP  # grouped-query attention: GROUP query heads share one key/value head
-    q_base = q_ptr + z * stride_qz + h * stride_qh
-    k_base = k_ptr + z * stride_kz + h_kv * stride_kh
-    v_base = v_ptr + z * stride_vz + h_kv * stride_vh
-    o_base = o_ptr + z * stride_oz + h * stride_oh
-
     m0 = start_m * BLOCK_M
     rows = m0 + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = rows < N
-    q = tl.load(q_base + rows[:, None] * stride_qm + offs_d[None, :] * stride_qk, mask=row_ok[:, None], other=0.0)
+    if TMA:
+        k_base = k_src
+        v_base = v_src
+        q = q_src.load([z, h, m0, 0]).reshape(BLOCK_M, HEAD_DIM)
+    else:
+        k_base = k_src + z.to(tl.int64) * stride_kz + h_kv.to(tl.int64) * stride_kh
+        v_base = v_src + z.to(tl.int64) * stride_vz + h_kv.to(tl.int64) * stride_vh
+        q_base = q_src + z.to(tl.int64) * stride_qz + h.to(tl.int64) * stride_qh
+        q = tl.load(q_base + rows[:, None] * stride_qm + offs_d[None, :] * stride_qk, mask=row_ok[:, None], other=0.0)
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running maximum of the scaled scores (base 2)
     l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(score - m_i)
@@ -202,22 +222,27 @@ def attention_fwd_kernel(
         # Blocks left of the diagonal are seen whole by every row: no mask. BLOCK_M is a multiple of
         # BLOCK_N, so they end exactly at m0. Then the diagonal band [m0, m0 + BLOCK_M), masked; the
         # blocks right of it are never loaded.
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, 0, m0, N, qk_scale,
-                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False)
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, m0, tl.minimum(m0 + BLOCK_M, N), N,
-                                    qk_scale, stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, True, True)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, z, h_kv, rows, 0, m0, N, qk_scale,
+                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False, TMA)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, z, h_kv, rows, m0, tl.minimum(m0 + BLOCK_M, N), N,
+                                    qk_scale, stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, True, True,
+                                    TMA)
     else:
         # Whole blocks unmasked, then the partial last block (a loop of zero or one iteration).
         n_whole = N - N % BLOCK_N
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, 0, n_whole, N, qk_scale,
-                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False)
-        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, rows, n_whole, N, N, qk_scale,
-                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, True)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, z, h_kv, rows, 0, n_whole, N, qk_scale,
+                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, False, TMA)
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, z, h_kv, rows, n_whole, N, N, qk_scale,
+                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, False, True, TMA)
 
     # l_i >= 1 in every row (the maximum's own term is exp2(0)), so the division is safe.
     acc = acc / l_i[:, None]
-    o_ptrs = o_base + rows[:, None] * stride_om + offs_d[None, :] * stride_ok
-    tl.store(o_ptrs, acc.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
+    if TMA:
+        o_src.store([z, h, m0, 0], acc.to(o_src.dtype).reshape(1, 1, BLOCK_M, HEAD_DIM))
+    else:
+        o_base = o_src + z.to(tl.int64) * stride_oz + h.to(tl.int64) * stride_oh
+        o_ptrs = o_base + rows[:, None] * stride_om + offs_d[None, :] * stride_ok
+        tl.store(o_ptrs, acc.to(o_src.dtype.element_ty), mask=row_ok[:, None])
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453  # natural log-sum-exp of the scaled scores (ln 2 = 0.693...)
     tl.store(lse_ptr + zh.to(tl.int64) * N + rows, lse, mask=row_ok)
 
@@ -449,15 +474,13 @@ class AttentionConfig:
     num_stages: int
 
 
-# Hand-picked for Hopper (sm_90), not yet tuned by measurement (the recorded H200 run times these
-# entries, not alternatives to them). Each entry was compiled for sm_90 with
-# triton 3.9 (tritonperf.asm.compile_for_hopper) and kept only if ptxas spilled no registers (no
-# stack frame, no local loads or stores); the block shapes follow the usual FlashAttention choices,
-# and where several fitted, the one with the fewest registers was taken. Without pointer-free loads
-# (tensor descriptors) the kernels run close to the 255-register limit: for example the forward at
-# D = 128 with 128 x 128 blocks spills, with 128 x 64 blocks it does not (230 registers in 8 warps).
-# Causal and non-causal attention, fp16 and bf16 share entries (the same loop body, the same element
-# size); they are in the key so that an entry can differ once measurements say so.
+# The pointer forward (_FWD_TILES) was picked by compiling for sm_90 (tritonperf.asm.compile_for_hopper,
+# triton 3.9) and keeping entries that ptxas compiled without spills (no stack frame, no local loads
+# or stores); the block shapes follow the usual FlashAttention choices, and where several fitted, the
+# one with the fewest registers was taken. Pointer tiles run close to the 255-register limit: the
+# forward at D = 128 with 128 x 128 blocks spills, with 128 x 64 blocks it does not (230 registers in
+# 8 warps). Causal and non-causal attention, fp16 and bf16 share entries (the same loop body, the same
+# element size); they are in the key so that an entry can differ once measurements say so.
 _FWD_TILES = {
     16: AttentionConfig(128, 64, 4, 3),
     32: AttentionConfig(128, 64, 4, 3),
@@ -465,28 +488,42 @@ _FWD_TILES = {
     128: AttentionConfig(128, 64, 8, 3),
     256: AttentionConfig(64, 32, 4, 2),
 }
-# Backward, dK/dV: a program owns block_n key rows and loops over block_m query rows. Its two float32
-# accumulators (block_n x D each) and K and V held in registers leave little room: at D = 128, of the
-# shapes tried with 128 key rows, only 16-row query blocks in 2 stages did not spill in the causal
-# kernel, and at D = 256 only 32 key rows did (too few for wgmma's 64-row tiles: these compile to
-# mma.sync). dQ: a program owns block_m query rows and loops over block_n key rows.
+# The forward with tensor descriptors (TMA), measured: the best of 8 shapes per head dim on an NVIDIA
+# H200 (triton 3.6, float16, B·N = 16k tokens, H·D = 2048, N = 4096). D = 128: 498 TFLOPS against the
+# pointer table's 460 (causal 429 against 408); D = 64: 420 against 404 (causal 373 against 369).
+# Other head dims were not measured with TMA and keep the pointer kernel.
+_FWD_TMA_TILES = {
+    64: AttentionConfig(128, 128, 4, 3),
+    128: AttentionConfig(128, 64, 4, 2),
+}
+# Backward, dK/dV: a program owns block_n key rows and loops over block_m query rows; dQ: a program
+# owns block_m query rows and loops over block_n key rows. D = 64 and 128 measured on an NVIDIA H200
+# (triton 3.6, float16, N = 4096, one table swapped at a time, 24 dK/dV and 8 dQ shapes): at D = 128
+# the whole backward went from 241 to 342 TFLOPS with the dK/dV entry (it had 16-row query blocks, the
+# only non-spilling choice with 128 key rows) and to 257 with the dQ entry alone; at D = 64, 303 to 340
+# (causal 270 to 306) and 303 to 306. Other head dims: compiled without spills, not measured; at
+# D = 256 only 32 key rows fit (too few for wgmma's 64-row tiles: these compile to mma.sync).
 _DKDV_TILES = {
     16: AttentionConfig(32, 128, 8, 3),
     32: AttentionConfig(32, 128, 8, 3),
-    64: AttentionConfig(32, 128, 8, 3),
-    128: AttentionConfig(16, 128, 8, 2),
+    64: AttentionConfig(64, 64, 4, 3),
+    128: AttentionConfig(32, 64, 4, 3),
     256: AttentionConfig(16, 32, 8, 2),
 }
 _DQ_TILES = {
     16: AttentionConfig(128, 32, 8, 3),
     32: AttentionConfig(128, 32, 8, 3),
-    64: AttentionConfig(128, 32, 8, 3),
-    128: AttentionConfig(128, 32, 8, 3),
+    64: AttentionConfig(64, 64, 4, 3),
+    128: AttentionConfig(128, 64, 8, 3),
     256: AttentionConfig(64, 16, 4, 2),
 }
-# float8 shares the 16-bit forward tiles: its blocks hold half the bytes, so they fit where those do.
+# float8 shares the 16-bit pointer tiles: its blocks hold half the bytes, so they fit where those do.
 FWD_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
     (d, causal, dtype): cfg for d, cfg in _FWD_TILES.items() for causal in (True, False) for dtype in FWD_DTYPES
+    if dtype != FP8 or d >= FP8_MIN_HEAD_DIM
+}
+FWD_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
+    (d, causal, dtype): cfg for d, cfg in _FWD_TMA_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
 }
 BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
     (d, causal, dtype): cfg for d, cfg in _DKDV_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
@@ -498,10 +535,11 @@ BWD_DQ_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
 # causal diagonal band spans two of the inner blocks.
 INTERPRETER_CONFIGS: dict[Kernel, AttentionConfig] = {
     "fwd": AttentionConfig(32, 16, 4, 1),
+    "fwd_tma": AttentionConfig(32, 16, 4, 1),
     "bwd_dkdv": AttentionConfig(16, 32, 4, 1),
     "bwd_dq": AttentionConfig(32, 16, 4, 1),
 }
-_TABLES = {"fwd": FWD_CONFIGS, "bwd_dkdv": BWD_DKDV_CONFIGS, "bwd_dq": BWD_DQ_CONFIGS}
+_TABLES = {"fwd": FWD_CONFIGS, "fwd_tma": FWD_TMA_CONFIGS, "bwd_dkdv": BWD_DKDV_CONFIGS, "bwd_dq": BWD_DQ_CONFIGS}
 # delta's kernel streams O and dO once: blocks of this many elements of each, 8 warps (32 a thread).
 PREPROCESS_ELEMENTS, PREPROCESS_WARPS = 8192, 8
 _INT32_LIMIT = 2**31 - 1
@@ -509,7 +547,8 @@ _MAX_PROGRAMS_AXIS_1 = 65535  # CUDA's limit on the grid's second dimension
 
 
 def attention_config(head_dim: int, causal: bool, dtype: torch.dtype, kernel: Kernel = "fwd") -> AttentionConfig:
-    """The launch configuration of one attention kernel: ``"fwd"``, ``"bwd_dkdv"`` or ``"bwd_dq"``.
+    """The launch configuration of one attention kernel: ``"fwd"`` (the forward with pointer loads),
+    ``"fwd_tma"`` (the forward with tensor descriptors), ``"bwd_dkdv"`` or ``"bwd_dq"``.
 
     From ``INTERPRETER_CONFIGS`` in interpreter mode, else from the table of that kernel.
     """
@@ -553,6 +592,8 @@ def _check_qkv(
         raise ValueError(f"head dims differ: q has D = {d}, k and v have D = {d_kv}")
     if d not in HEAD_DIMS:
         raise ValueError(f"head_dim D = {d} is not supported; supported: {', '.join(map(str, HEAD_DIMS))}")
+    if q.dtype == FP8 and d < FP8_MIN_HEAD_DIM:
+        raise ValueError(f"float8 attention needs head_dim D >= {FP8_MIN_HEAD_DIM} (the float8 MMA's K step), got D = {d}")
     if (h_kv == 0 and h != 0) or (h_kv != 0 and h % h_kv != 0):
         raise ValueError(f"q's {h} heads are not a multiple of k and v's {h_kv} heads "
                          "(grouped-query attention needs H_q = G · H_kv)")
@@ -593,8 +634,48 @@ def _check_knobs(**knobs: int | None) -> None:
         raise ValueError(f"num_stages must be a positive integer, got {stages!r}")
 
 
-def _fwd_config(d: int, causal: bool, dtype: torch.dtype, knobs: dict) -> AttentionConfig:
-    base = attention_config(d, causal, dtype, "fwd")
+def _tma_obstacle(**tensors: torch.Tensor) -> str | None:
+    """Why tensor descriptors cannot describe these 4-D tensors (or this device), or None if they can."""
+    first = next(iter(tensors.values()))
+    if not runtime.is_interpreter() and torch.cuda.get_device_capability(first.device)[0] < 9:
+        return "tensor descriptors need a Hopper (sm_90) or newer GPU"
+    for name, t in tensors.items():
+        if t.stride(3) != 1 and t.shape[3] > 1:
+            return f"{name}'s head dim is not contiguous (strides {tuple(t.stride())})"
+        if t.data_ptr() % 16:
+            return f"{name} does not start at a 16-byte boundary"
+        for dim in range(3):
+            if t.shape[dim] > 1 and (t.stride(dim) <= 0 or t.stride(dim) * t.element_size() % 16):
+                return (f"{name}'s stride {t.stride(dim)} along dimension {dim} is not a positive multiple of 16 bytes "
+                        f"(strides {tuple(t.stride())})")
+    return None
+
+
+def _descriptor(t: torch.Tensor, rows: int):
+    """A host-side tensor descriptor of the whole 4-D tensor ``t``, in blocks of ``1 x 1 x rows x D``."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    # A dimension of size 1 is only ever read at index 0: any stride the descriptor accepts will do.
+    unit = 16 // t.element_size()
+    strides = [s if n > 1 else unit for n, s in zip(t.shape[:3], t.stride()[:3], strict=True)] + [1]
+    return TensorDescriptor(t, list(t.shape), strides, [1, 1, rows, t.shape[3]])
+
+
+def _fwd_method(method: str, q, k, v, o, causal: bool) -> str:
+    """``"tma"`` or ``"pointers"``: what ``method`` resolves to for these tensors."""
+    if method == "pointers":
+        return method
+    obstacle = _tma_obstacle(q=q, k=k, v=v, o=o)
+    if method == "tma":
+        if obstacle:
+            raise ValueError(f"method='tma' cannot run: {obstacle}")
+        return method
+    measured = (q.shape[3], causal, q.dtype) in FWD_TMA_CONFIGS
+    return "tma" if measured and obstacle is None else "pointers"
+
+
+def _fwd_config(d: int, causal: bool, dtype: torch.dtype, knobs: dict, method: str = "pointers") -> AttentionConfig:
+    base = attention_config(d, causal, dtype, "fwd_tma" if method == "tma" and (d, causal, dtype) in FWD_TMA_CONFIGS else "fwd")
     cfg = AttentionConfig(knobs.get("block_m") or base.block_m, knobs.get("block_n") or base.block_n,
                           knobs.get("num_warps") or base.num_warps, knobs.get("num_stages") or base.num_stages)
     if cfg.block_m % cfg.block_n:
@@ -616,19 +697,25 @@ def _out_dtype(q: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
     return out_dtype
 
 
-def _forward(q, k, v, causal, sm_scale, out, knobs, out_dtype=None) -> tuple[torch.Tensor, torch.Tensor]:
+def _forward(q, k, v, causal, sm_scale, out, knobs, out_dtype=None, method="auto") -> tuple[torch.Tensor, torch.Tensor]:
     b, h, n, d = q.shape
     o = torch.empty(q.shape, dtype=_out_dtype(q, out_dtype), device=q.device) if out is None else out
     lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     if o.numel() == 0:
         return o, lse
-    _check_head_offsets(q=q, k=k, v=v)
-    cfg = _fwd_config(d, causal, q.dtype, knobs)
+    method = _fwd_method(method, q, k, v, o, causal)
+    cfg = _fwd_config(d, causal, q.dtype, knobs, method)
+    if method == "tma":
+        srcs = (_descriptor(q, cfg.block_m), _descriptor(k, cfg.block_n), _descriptor(v, cfg.block_n),
+                _descriptor(o, cfg.block_m))
+    else:
+        _check_head_offsets(q=q, k=k, v=v)
+        srcs = (q, k, v, o)
     grid = (triton.cdiv(n, cfg.block_m), b * h)
     attention_fwd_kernel[grid](
-        q, k, v, o, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
+        *srcs, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
         h, n, h // k.shape[1], sm_scale * LOG2E,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, IS_CAUSAL=causal,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, IS_CAUSAL=causal, TMA=method == "tma",
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return o, lse
@@ -680,6 +767,7 @@ def attention_fwd(
     block_n: int | None = None,
     num_warps: int | None = None,
     num_stages: int | None = None,
+    method: Method = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The attention forward pass, with the log-sum-exp the backward pass needs. No autograd.
 
@@ -701,6 +789,11 @@ def attention_fwd(
         block_m, block_n, num_warps, num_stages: pin the forward kernel's launch instead of taking
             ``attention_config``'s (any one given replaces that value only). ``block_m`` must
             be a multiple of ``block_n``.
+        method: how the kernel reads and writes blocks. ``"tma"``: through tensor descriptors
+            (Hopper's copy engine computes the addresses; needs a Hopper or newer GPU, ``D``
+            contiguous and the other strides multiples of 16 bytes). ``"pointers"``: through
+            tensors of addresses, for any strides and GPU. ``"auto"`` (default): ``"tma"`` where
+            it was measured faster (16-bit inputs, ``D`` = 64 or 128) and possible, else ``"pointers"``.
 
     Returns:
         ``(o, lse)``: ``o`` of ``q``'s shape (and dtype, for 16-bit inputs), and ``lse``, float32
@@ -714,6 +807,8 @@ def attention_fwd(
     _, sm_scale = _check_qkv(q, k, v, causal, sm_scale, FWD_DTYPES)
     knobs = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
     _check_knobs(**knobs)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
     dtype = _out_dtype(q, out_dtype)
     if out is not None:
         validation.check_tensor("out", out)
@@ -722,7 +817,7 @@ def attention_fwd(
             raise ValueError(f"dtypes differ: out has {out.dtype}, the output is {dtype}")
         validation.check_same("shape", q=q, out=out)
         validation.check_contiguous(out=out)
-    return _forward(q, k, v, causal, sm_scale, out, knobs, dtype)
+    return _forward(q, k, v, causal, sm_scale, out, knobs, dtype, method)
 
 
 def attention_bwd(

@@ -10,11 +10,14 @@ only and have no backward pass; use :func:`tritonperf.attention` for real work.
   memory. Its footprint grows with ``N²`` (:func:`naive_scores_bytes`): at 16 heads of
   ``N = 16384`` one score matrix in float16 is 8 GiB per sequence.
 * step 2, :func:`attention_fused_one_config`: the fused online-softmax kernel, scores kept in
-  registers, launched with one fixed configuration (64 × 64 blocks, 4 warps, 2 stages) whatever
-  the head dim, causality or GPU.
+  registers, loading blocks through tensors of pointers, launched with one fixed configuration
+  (64 × 64 blocks, 4 warps, 2 stages) whatever the head dim, causality or GPU.
 * step 3, :func:`attention_fused_tuned`: the same kernel with the blocks, warps and stages of
   the configuration table (``tritonperf.kernels.attention.FWD_CONFIGS``), picked per head
-  dim so that nothing spills. This is what :func:`tritonperf.attention` runs.
+  dim so that nothing spills.
+* step 4, :func:`attention_tma`: blocks moved by tensor descriptors (TMA) instead of pointers,
+  with their own measured table (``FWD_TMA_CONFIGS``) at head dims 64 and 128. This is what
+  :func:`tritonperf.attention` runs.
 """
 
 from __future__ import annotations
@@ -61,14 +64,21 @@ def attention_fused_one_config(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
 ) -> torch.Tensor:
     """Step 2: the fused online-softmax kernel with one fixed launch configuration for every problem."""
-    return attention_fwd(q, k, v, causal, sm_scale, **STEP2_CONFIG)[0]
+    return attention_fwd(q, k, v, causal, sm_scale, method="pointers", **STEP2_CONFIG)[0]
 
 
 def attention_fused_tuned(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
 ) -> torch.Tensor:
-    """Step 3: the fused kernel with the configuration table's blocks, warps and stages (the package's default)."""
+    """Step 3: the fused kernel with pointer loads and the configuration table's blocks, warps and stages."""
+    return attention_fwd(q, k, v, causal, sm_scale, method="pointers")[0]
+
+
+def attention_tma(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """Step 4: blocks moved by tensor descriptors where measured faster (the package's default)."""
     return attention_fwd(q, k, v, causal, sm_scale)[0]
 
 
-STEPS = [attention_naive, attention_fused_one_config, attention_fused_tuned]
+STEPS = [attention_naive, attention_fused_one_config, attention_fused_tuned, attention_tma]
