@@ -683,7 +683,7 @@ def test_offsets_past_2_31_elements():
     check(a, b)
 
 
-def test_auto_method_keeps_small_16_bit_products_on_the_pointer_kernel(monkeypatch):
+def test_auto_method_keeps_float32_and_small_16_bit_products_on_the_pointer_kernel(monkeypatch):
     # What method="auto" would pick on a Hopper GPU (simulated: only the choice runs, nothing launches).
     mm = importlib.import_module("tritonperf.kernels.matmul")  # the module, not the function
 
@@ -699,6 +699,7 @@ def test_auto_method_keeps_small_16_bit_products_on_the_pointer_kernel(monkeypat
     assert choice(4096, torch.float16) == choice(4096, torch.bfloat16) == "tma"
     assert choice(1024, torch.float16, batch=8) == "tiles" and choice(1024, torch.float16, batch=9) == "tma"
     assert choice(256, FP8) == "tma"  # float8: the TMA kernel at every size
+    assert choice(4096, torch.float32) == "tiles"  # tf32: the pointer kernel measured faster at every size
 
 
 def test_full_float32_precision(device):

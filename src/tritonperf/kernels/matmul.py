@@ -15,8 +15,8 @@ Two kernels:
   each looping over tiles, with operands moved by the Tensor Memory Accelerator through tensor
   descriptors built on the device (``tl.make_tensor_descriptor``). Needs compute capability 9.0
   (Hopper) or newer and 16-byte aligned rows. ``method="auto"`` picks it wherever it can run,
-  except for 16-bit products up to ``2048³`` (:data:`AUTO_TILES_MAX_WORK`), where the pointer
-  kernel measured faster on an H200.
+  except for float32 products and 16-bit ones up to ``2048³`` (:data:`AUTO_TILES_MAX_WORK`), where
+  the pointer kernel measured faster on an H200.
 
 Both accumulate in float32 whatever the inputs, and apply the epilogue to the float32 tile
 before the one conversion to the output dtype: the scales, the bias, the activation and the
@@ -306,7 +306,9 @@ _TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descript
 # with the pointer kernel: in the recorded H200 run the autotuned pointer kernel was faster than the
 # persistent TMA kernel at every square size from 256³ to 2048³ (float16 2048³: 655 against 620
 # TFLOPS), and slower from 4096³ up and on every transformer shape. float8 always takes the TMA
-# kernel, many times faster there.
+# kernel, many times faster there. float32 (tf32) products always take the pointer kernel: in the
+# H200 run of commit 3515e24 it reached 106, 131 and 137 TFLOPS at 1024³, 2048³ and 4096³ against
+# the TMA kernel's 69, 83 and 86.
 AUTO_TILES_MAX_WORK = 2048**3
 _INTERPRETER_SMS = 4  # what the persistent grid assumes in interpreter mode
 _INT32_LIMIT = 2**31 - 1
@@ -468,9 +470,11 @@ def _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stag
 
 
 def _auto_method(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, batch: int) -> str:
-    """What ``method="auto"`` runs: ``"tma"`` on a GPU where it can, but not for small 16-bit products."""
+    """What ``method="auto"`` runs: ``"tma"`` on a GPU where it can, but not for float32 or small 16-bit products."""
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
     if a.dtype in (torch.float16, torch.bfloat16) and batch * M * N * K <= AUTO_TILES_MAX_WORK:
+        return "tiles"
+    if a.dtype == torch.float32:
         return "tiles"
     return "tma" if runtime.MODE == "gpu" and _tma_obstacle(a, b, out, K) is None else "tiles"
 
@@ -574,7 +578,7 @@ def matmul(
             with tensor descriptors: compute capability ≥ 9.0, ``a`` and ``b`` with stride 1 along
             one of their last two dimensions and 16-byte aligned rows, an output row of a
             16-byte multiple), or ``"auto"``: ``"tma"`` on a GPU where it can run, except for
-            16-bit products of at most ``2048³`` multiply-adds, else ``"tiles"``.
+            float32 inputs and 16-bit products of at most ``2048³`` multiply-adds, else ``"tiles"``.
         group_m: tile rows walked together (1 is plain row-major program order).
         block_m, block_n, block_k, num_warps, num_stages: pin the launch configuration instead of
             autotuning. Any one given pins all of them; the others default to 128 × 128 tiles with
