@@ -160,12 +160,26 @@ print(f"steps 1 and 2 use one fixed configuration instead: {STEP_TILE}")
 # The first call in a new bucket compiles and times every surviving candidate: seconds, not
 # microseconds. ``TRITON_PRINT_AUTOTUNING=1`` prints each choice; ``TRITON_CACHE_DIR`` says where
 # compiled kernels and, here, tuning results are kept, so that a new process can skip both.
+# ``tools/record_first_call.py`` (``nox -s first_call`` on a GPU) measures the cost: the first call
+# of two shapes in a fresh process with an empty cache, then again in a second process that keeps
+# the cache, and a later call for comparison. The recorded tables, as written:
+
+first_call_tables = sorted(path for results in find_results() for path in results.parent.glob("first_call/*.md"))
+for path in dict.fromkeys(first_call_tables):
+    print(path.read_text())
+if not first_call_tables:
+    print("No first-call recording found (docs/results/first_call/<gpu>.md).")
+
+# %%
+# The second shape reuses the kernels the first one compiled, so only its tuning is new. Kept,
+# the cache turns seconds into the time it takes to load compiled code; a deployment that cannot
+# keep ``TRITON_CACHE_DIR`` between processes pays the first column at every start.
 
 # %%
 # Step 4: a persistent kernel with tensor descriptors
 # ---------------------------------------------------
-# On Hopper the package runs a second kernel by default for all but small 16-bit products (up to
-# ``2048³``, where the pointer kernel measured faster): one program per SM, each looping over
+# On Hopper the package runs a second kernel by default for all but float32 and small 16-bit
+# products (up to ``2048³``), where the pointer kernel measured faster: one program per SM, each looping over
 # output tiles in grouped order, with the tiles of ``A`` and ``B`` moved by the Tensor Memory
 # Accelerator through descriptors built on the device (``tl.make_tensor_descriptor``). The
 # descriptor needs each row to start at a 16-byte multiple; where it does not, the package falls
