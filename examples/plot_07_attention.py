@@ -13,6 +13,8 @@ Tensor Cores set its speed instead of the memory bus. You will learn:
 * why the forward pass saves one number per row, the **log-sum-exp**;
 * how a **launch configuration per head dim**, **causal** block skipping and **grouped-query**
   heads fit into the same kernel;
+* how **tensor descriptors** hand the loads and the store to the copy engine, and when the
+  kernel keeps its pointers instead;
 * how the backward pass **recomputes** the probabilities instead of storing them, and why it
   is split into two kernels that need no atomic additions;
 * how the result compares with torch's attention backends, from measurements.
@@ -45,9 +47,13 @@ from tritonperf.kernels.attention import (
     BWD_DKDV_CONFIGS,
     BWD_DQ_CONFIGS,
     FWD_CONFIGS,
+    FWD_TMA_CONFIGS,
+    _descriptor,
     _dkdv_blocks,
     _fwd_blocks,
+    _fwd_method,
     _hide_keys,
+    _tma_obstacle,
     attention_config,
     attention_fwd_kernel,
     attention_lse_reference,
@@ -57,6 +63,7 @@ from tritonperf.ladders.attention import (
     attention_fused_one_config,
     attention_fused_tuned,
     attention_naive,
+    attention_tma,
     naive_scores_bytes,
 )
 from tritonperf.testing import assert_close, random_tensor, relative_error
@@ -270,8 +277,9 @@ print(f"in this run attention_config gives {attention_config(D, False, torch.flo
 
 # %%
 # The last line is what this run uses: the table's entry on a GPU; in the interpreter, small
-# blocks for every launch, so that short test sequences span several blocks.
-# :func:`tritonperf.attention` runs step 3: the same kernel with the table's configuration.
+# blocks for every launch, so that short test sequences span several blocks. Step 3,
+# ``attention_fused_tuned``, is the kernel of step 2 launched with the table's entry for its head
+# dim. :func:`tritonperf.attention` goes one step further, in step 4 below.
 #
 # Causal attention
 # ~~~~~~~~~~~~~~~~
@@ -303,15 +311,118 @@ ax.set_title("Causal forward: white skipped, grey whole, black masked")
 
 for dtype in DTYPES:
     q, k, v = qkv(dtype)
-    assert_close(tritonperf.attention(q, k, v, causal=True), tritonperf.attention_reference(q, k, v, causal=True), dtype)
-    print(f"causal, {dtype}: matches the reference")
+    assert_close(attention_fused_tuned(q, k, v, causal=True), tritonperf.attention_reference(q, k, v, causal=True), dtype)
+    print(f"step 3, causal, {dtype}: matches the reference")
+
+# %%
+# Step 4: tensor descriptors
+# --------------------------
+# Steps 2 and 3 load through tensors of pointers. For every block, each thread computes the
+# addresses of the elements it loads, keeps them in registers, and compares their rows with ``N``
+# where the block may run past the end of the sequence. Step 4 hands these copies to the
+# :term:`TMA`. The kernel receives ``q``, ``k``, ``v`` and ``o`` as
+# :term:`tensor descriptors <tensor descriptor>` and calls ``load`` and ``store`` on them with the
+# coordinates of a block, ``[z, h, row, 0]``:
+#
+# * The copy engine computes the addresses from the shape and strides the descriptor holds. No
+#   thread keeps a tile of addresses, and those registers are free for the accumulator and the
+#   scores.
+# * Rows past ``N`` are read as zeros, and the store of the last query block drops them, so no
+#   load and no store needs a mask. The scores of those keys still do: a key of zeros scores 0,
+#   not ``-inf``, so ``_hide_keys`` still runs on the last key block.
+# * Only the loads and the store change. ``TMA`` is a ``tl.constexpr`` switch of
+#   ``attention_fwd_kernel`` (printed above); the other path is not compiled.
+#
+# The launcher builds the descriptors on the host, once per launch: one for each of the four
+# tensors, each over the whole ``(B, H, N, D)`` tensor and in blocks of ``1 × 1 × rows × D``.
+# Batch and head are two more coordinates, so the kernel computes no base address per head
+# either, and a block never reads into the next head: the row coordinate stops at ``N``.
+
+print(inspect.getsource(_descriptor))
+
+# %%
+# The hardware sets conditions: a Hopper GPU or newer; ``D`` contiguous; every other stride a
+# multiple of 16 bytes; each tensor starting at a 16-byte boundary. Descriptors also need launch
+# configurations of their own, and the package has them only where they were measured on an
+# H200 against step 3: for 16-bit inputs at the benchmark's head dims. ``method="auto"``, which
+# :func:`tritonperf.attention` uses, takes descriptors when that table has an entry for the head
+# dim, causality and dtype and the tensors meet the conditions; otherwise it runs the pointer
+# kernel of step 3. ``method="tma"`` insists, and raises a ``ValueError`` that names what stands
+# in the way; ``method="pointers"`` never uses descriptors. The rule:
+
+print(inspect.getsource(_fwd_method))
+
+# %%
+# The descriptor table, next to step 3's entries for the same problems, with the float32 values
+# a thread holds for the accumulator and one block of scores:
+
+
+def per_thread(cfg, d):
+    return (cfg.block_m * d + cfg.block_m * cfg.block_n) // (32 * cfg.num_warps)
+
+
+print("  D  causal   BLOCK_M  BLOCK_N  warps  stages  per thread   | step 3: BLOCK_M  BLOCK_N  warps  stages  per thread")
+for (d, causal, dtype), cfg in sorted(FWD_TMA_CONFIGS.items(), key=lambda item: item[0][:2]):
+    if dtype != torch.float16:
+        continue
+    old = FWD_CONFIGS[(d, causal, dtype)]
+    print(f"{d:3}  {causal!s:6}   {cfg.block_m:7}  {cfg.block_n:7}  {cfg.num_warps:5}  {cfg.num_stages:6}  "
+          f"{per_thread(cfg, d):10}   |  {old.block_m:14}  {old.block_n:7}  {old.num_warps:5}  {old.num_stages:6}  "
+          f"{per_thread(old, d):10}")
+tma_dtypes = sorted({str(dtype).removeprefix("torch.") for _, _, dtype in FWD_TMA_CONFIGS})
+pointer_dims = sorted({d for d, _, _ in FWD_CONFIGS} - {d for d, _, _ in FWD_TMA_CONFIGS})
+print(f"the same blocks for {' and '.join(tma_dtypes)}; head dims {pointer_dims} and float8 keep the pointer kernel")
+q, k, v = qkv(torch.float16)
+print(f"in this run, float16 inputs with D = {D}: 'auto' resolves to {_fwd_method('auto', q, k, v, torch.empty_like(q), False)!r}")
+
+# %%
+# The descriptor entries run fewer warps than step 3's, so each thread holds more of the
+# accumulator and the scores: registers that held addresses now hold data.
+#
+# Both paths of ``attention_fwd``, output and log-sum-exp, against the float64 reference, for full
+# and grouped heads, causal and not:
+
+tma_here = _tma_obstacle(q=qkv(torch.float16)[0])
+if tma_here:
+    print(f"method='tma' cannot run here ({tma_here}): only the pointer path is checked")
+methods = ("pointers",) if tma_here else ("tma", "pointers")
+for dtype in DTYPES:
+    for kv_heads in (H, H // 2):
+        q, k, v = qkv(dtype, kv_heads)
+        for causal in (False, True):
+            expected, expected_lse = tritonperf.attention_reference(q, k, v, causal), attention_lse_reference(q, k, causal)
+            for method in methods:
+                o, lse = tritonperf.attention_fwd(q, k, v, causal, method=method)
+                assert_close(o, expected, dtype)
+                assert_close(lse, expected_lse, torch.float32)
+        print(f"step 4, {dtype}, {H} query heads on {kv_heads} key/value heads: "
+              f"method={' and '.join(map(repr, methods))} match the reference, causal and not")
+
+# %%
+# Two layouts a caller may pass that descriptors cannot describe: queries whose head dim is not
+# contiguous (a ``(B, H, D, N)`` tensor transposed), and queries that start one element into
+# their buffer. ``auto`` falls back to pointers and still matches the reference; ``tma`` says
+# why it cannot run:
+
+q, k, v = qkv(torch.float16)
+q_columns = q.transpose(2, 3).contiguous().transpose(2, 3)
+q_shifted = torch.empty(q.numel() + 1, dtype=q.dtype, device=DEVICE)[1:].view(q.shape).copy_(q)
+for name, q_odd in (("head dim not contiguous", q_columns), ("start one element in", q_shifted)):
+    assert_close(tritonperf.attention_fwd(q_odd, k, v)[0], tritonperf.attention_reference(q, k, v), torch.float16)
+    try:
+        tritonperf.attention_fwd(q_odd, k, v, method="tma")
+    except ValueError as err:
+        print(f"{name}: 'auto' matches the reference; 'tma' raises ValueError: {err}")
+    else:
+        raise AssertionError(f"{name}: method='tma' should have refused this layout")
 
 # %%
 # Grouped-query attention
 # ~~~~~~~~~~~~~~~~~~~~~~~
 # Many models share each key and value head among a group of query heads, which shrinks the
 # key/value cache. The kernel takes ``k`` and ``v`` with ``H_kv`` heads, ``H`` a multiple of it,
-# and query head ``h`` reads key/value head ``h // (H / H_kv)``: only the address changes.
+# and query head ``h`` reads key/value head ``h // (H / H_kv)``: only the address, or the head
+# coordinate given to the descriptor, changes.
 
 for dtype in DTYPES:
     q, k, v = qkv(dtype, kv_heads=H // 2)
@@ -324,9 +435,10 @@ for dtype in DTYPES:
 # ~~~~~~~~~~~~~
 # The forward pass also takes ``float8_e4m3fn`` inputs, forward only, with a bfloat16 output by
 # default. Their scales are the caller's: fold those of ``q`` and ``k`` into ``sm_scale`` and
-# multiply the output by that of ``v``. The same kernel runs: the scores come from float8
-# Tensor Core instructions, and the probabilities are rounded to float8 for the second matmul
-# while their sum stays float32, which keeps the output's error near ``2⁻⁴ · max|v|`` or below.
+# multiply the output by that of ``v``. The same kernel runs, through pointers (the descriptor
+# table has no float8 entries): the scores come from float8 Tensor Core instructions, and the
+# probabilities are rounded to float8 for the second matmul while their sum stays float32,
+# which keeps the output's error near ``2⁻⁴ · max|v|`` or below.
 # Triton's interpreter converts float32 to float8 wrongly, as it does bfloat16, so the accuracy
 # check below runs on a GPU only.
 
@@ -372,7 +484,9 @@ print(inspect.getsource(_dkdv_blocks.fn))
 
 # %%
 # This kernel's registers are the tightest: ``K``, ``V``, ``dK`` and ``dV`` of its key block stay
-# there for the whole loop, so its query blocks are small. The two tables of the backward:
+# there for the whole loop, so its blocks are smaller than the forward's. Both backward kernels
+# load through pointers. Their two tables, chosen by measurement where the benchmark runs
+# (``D`` = 64 and 128) and by compiling without spills elsewhere:
 
 print("  D   dK/dV: BLOCK_M  BLOCK_N  warps  stages     dQ: BLOCK_M  BLOCK_N  warps  stages")
 for d in sorted({d for d, _, _ in FWD_CONFIGS}):
@@ -413,6 +527,7 @@ candidates = {
     "step 1": attention_naive,
     "step 2": attention_fused_one_config,
     "step 3": attention_fused_tuned,
+    "step 4": attention_tma,
     "torch sdpa": lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True),
 }
 for causal in (False, True):
@@ -423,11 +538,12 @@ for causal in (False, True):
 # %%
 # Measuring
 # ---------
-# Variants, all measured in one run: ``tritonperf`` (step 3, forward and backward); torch's
-# ``scaled_dot_product_attention`` pinned to one backend each (``torch.sdpa-flash``,
+# Variants, all measured in one run: ``tritonperf`` (step 4 forward, and the backward kernels);
+# torch's ``scaled_dot_product_attention`` pinned to one backend each (``torch.sdpa-flash``,
 # ``torch.sdpa-efficient``, ``torch.sdpa-cudnn``); FlexAttention compiled by ``torch.compile``
-# (``torch.flex``); and steps 1 and 2. Step 1 stops at ``N = 4096``, where its scores already
-# take gigabytes; step 2 has no backward pass of its own. The rate counts the matmuls only. The
+# (``torch.flex``); and steps 1, 2 and 3 (``step-1-naive``, ``step-2-one-config``,
+# ``step-3-tuned``). Step 1 stops at ``N = 4096``, where its scores already take gigabytes;
+# steps 2 and 3 have no backward pass of their own. The rate counts the matmuls only. The
 # dashed line is torch's matmul in the same dtype, measured in the same run: a rate the matmuls
 # alone could reach, while the softmax between them, not counted, takes time of its own.
 #
@@ -454,9 +570,9 @@ for doc, live in results:
 # %%
 # What each step bought
 # ---------------------
-# One shape, ``N = 4096`` in float16, both head dims, causal and not: the rate of each step and
-# of the final kernel, each with its gain over the one before in parentheses, and the fastest
-# torch variant of the same run.
+# One shape, ``N = 4096`` in float16, both head dims, causal and not: the rate of each step, the
+# final one being step 4 (``tritonperf``), each with its gain over the one before in parentheses,
+# and the fastest torch variant of the same run. The backward has steps 1 and final only.
 
 
 def rates(doc, direction, head_dim, causal, n, dtype="float16"):
@@ -477,15 +593,32 @@ for doc, live in results:
                 ours = cell["tritonperf"]
                 best = max((v for v in cell if v.startswith("torch")), key=cell.get, default=None)
                 line, before = f"  {direction} D={d:3} {'causal' if causal else 'full  '}:", None
-                for variant, name in (("step-1-naive", "step 1"), ("step-2-one-config", "step 2"), ("tritonperf", "final")):
+                for variant, name in (("step-1-naive", "step 1"), ("step-2-one-config", "step 2"),
+                                      ("step-3-tuned", "step 3"), ("tritonperf", "final")):
                     if variant in cell:
-                        gain = f" ({cell[variant] / before:4.1f}x)" if before else ""
+                        gain = f" ({cell[variant] / before:.2f}x)" if before else ""
                         line += f"  {name} {cell[variant]:4.0f}{gain}"
                         before = cell[variant]
                 line += " TFLOPS"
                 if best:
                     line += f" | best torch: {best} {cell[best]:4.0f}, final / best {ours / cell[best]:.2f}x"
                 print(line)
+
+# %%
+# Descriptors against pointers at every length of the run: step 4's forward rate divided by step
+# 3's, in float16. Below 1.00, the descriptors lost.
+
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print("    D  causal" + "".join(f"{n:>9}" for n in SEQ_LENS))
+    for d in HEAD_DIMS:
+        for causal in (False, True):
+            line = f"  {d:3}  {causal!s:6}"
+            for n in SEQ_LENS:
+                cell = rates(doc, "fwd", d, causal, n)
+                pair = ("tritonperf", "step-3-tuned")
+                line += f"{cell[pair[0]] / cell[pair[1]]:8.2f}x" if all(v in cell for v in pair) else f"{'-':>9}"
+            print(line)
 
 # %%
 # And the final kernel against each torch variant over every shape of the run in float16: at
@@ -510,14 +643,24 @@ for doc, live in results:
 # %%
 # Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
 # than its inputs and output. The configuration table adds a smaller gain on top, from larger
-# query blocks, more warps and a deeper pipeline. Which torch backends the final kernel passes,
-# and how far it stays behind the fastest, is in the second printout. Attention kernels written
-# by hand for Hopper, FlashAttention-3 among them, overlap the matmuls of one block with the
-# softmax of another, with loads through the Tensor Memory Accelerator and warps specialized to
-# loading or computing. This kernel loads through pointers and relies on Triton's
-# :term:`software pipelining`. The backward pass has less room still: the dK/dV kernel holds
-# four ``BLOCK_N × D`` tiles in registers, which at ``D = 128`` leaves only small query blocks
-# that do not spill, and it does two extra matmuls.
+# query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and not
+# everywhere: their ratio to step 3 is higher at ``D = 128`` than at ``D = 64``, where step 3
+# can still win on short sequences (the descriptor table was measured at ``N = 4096``). Which
+# torch backends the final kernel passes, and how far it stays behind the fastest, is in the
+# last printout.
+#
+# Attention kernels written by hand for Hopper, FlashAttention-3 among them, overlap the matmuls
+# of one block with the softmax of another. Their loads go through the TMA, and their warps are
+# specialized: some only issue copies, the others only compute. This kernel has the first of
+# these in its forward pass, at ``D = 64`` and ``128``. It does not have the second: every warp
+# issues its copies, its matmuls and its softmax in turn, and Triton's
+# :term:`software pipelining` starts the copies of later key blocks while the current one is
+# computed. Triton can split a loop among specialized warps (``warp_specialize=True`` on
+# ``tl.range``), but with triton 3.6 on Hopper the key loop of this kernel failed to compile that
+# way with 4 warps, and with 8 it compiled to code without specialized warps. The backward pass
+# loads through pointers and does more work than the rate counts: it recomputes the
+# probabilities from the log-sum-exp, and its dQ kernel recomputes the scores and ``dP`` once
+# more, two extra matmuls per block.
 #
 # On the roofline
 # ---------------
@@ -541,5 +684,8 @@ for doc, live in results:
 # * Choose block sizes per head dim by what fits in registers; a spill costs more than a smaller
 #   block.
 # * Causal attention skips the blocks above the diagonal and masks only those on it.
+# * Where the layout allows, let tensor descriptors move the blocks: the TMA computes the
+#   addresses and handles the edges, and the registers go to data. Keep the pointer kernel for
+#   layouts and head dims the descriptors do not cover.
 # * Give each output block one owner, as the dK/dV and dQ kernels do, and the gradients need no
 #   atomics and come out the same on every run.

@@ -292,6 +292,18 @@ def test_ladder_steps(device):
         assert relative_error(g, o) < 1e-3
 
 
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("programs", [None, 3], ids=["program-per-row", "persistent"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_one_row_per_tile_forward(norm, programs, dtype, device):
+    # rows=1, the default for rows of 8192 columns and more, takes the 1-D path: without a loop when
+    # every row has its program, with one when fewer programs take turns (an odd length, 7 rows).
+    knobs = {"rows": 1} | ({"programs": programs} if programs else {})
+    cfg = norm_config(7, 300, "fwd", device, **knobs)
+    assert (cfg.rows, cfg.programs, cfg.tiled) == (1, programs or 7, False)
+    _check_forward(norm, (7, 300), dtype, device, **knobs)
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     m=st.integers(1, 70),

@@ -74,11 +74,33 @@ def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor | None, eps: float 
 
 
 @triton.jit
+def _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps, cols, col_mask,
+                  RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
+    # One row held 1-D in registers: statistics, then the normalized row.
+    x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0).to(tl.float32)
+    if RMS:
+        xc = x
+    else:
+        mean = tl.sum(x, axis=0) / N
+        xc = tl.where(col_mask, x - mean, 0.0)
+    rstd = tl.rsqrt(tl.sum(xc * xc, axis=0) / N + eps)
+    y = xc * rstd
+    if HAS_W:
+        y = y * tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    if HAS_B:
+        y = y + tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=col_mask)
+    if not RMS:
+        tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
 def norm_fwd_kernel(
     x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
     M, N, stride_x, stride_y, eps,
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
-    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, ONE_TILE: tl.constexpr,
 ):
     # Rows that fit in registers: each step of the loop normalizes a [ROWS, BLOCK_N] tile, one row per
     # line of the tile. With fewer programs than tiles the grid is persistent: program p takes tiles
@@ -86,32 +108,44 @@ def norm_fwd_kernel(
     # Weight and bias are loaded per tile, once the statistics are done (every program reads the
     # same N values, so they come from cache): held across the loop, they would take registers
     # for the whole of it, and at 8192 columns that halves the programs an SM holds.
+    # One row per tile (ROWS == 1, the long rows) is written 1-D, without an eviction hint: in an H200
+    # comparison the 2-D [1, BLOCK_N] form and evict_first each cost 4-15% at 16-bit rows of 5120-16384.
+    # ONE_TILE: the grid has a program per tile, so each runs its tile without a loop.
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
-    n_tiles = tl.cdiv(M, ROWS)
-    for tile in tl.range(pid.to(tl.int64), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
-        rows = tile * ROWS + tl.arange(0, ROWS)
-        row_mask = rows < M
-        mask = row_mask[:, None] & col_mask[None, :]
-        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                    eviction_policy="evict_first").to(tl.float32)
-        if RMS:
-            xc = x
+    if ROWS == 1:
+        if ONE_TILE:  # the default grid: no loop at all
+            _norm_fwd_row(pid.to(tl.int64), x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps,
+                          cols, col_mask, RMS, HAS_W, HAS_B)
         else:
-            mean = tl.sum(x, axis=1) / N
-            # Lanes past the end of the row must not add (0 - mean)² to the variance.
-            xc = tl.where(mask, x - mean[:, None], 0.0)
-        rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)
-        y = xc * rstd[:, None]
-        if HAS_W:
-            y = y * tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
-        if HAS_B:
-            y = y + tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
-        tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
-        if not RMS:
-            tl.store(mean_ptr + rows, mean, mask=row_mask)
-        tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+            for row in tl.range(pid.to(tl.int64), M, tl.num_programs(0), num_stages=NUM_STAGES):
+                _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps,
+                              cols, col_mask, RMS, HAS_W, HAS_B)
+    else:
+        n_tiles = tl.cdiv(M, ROWS)
+        for tile in tl.range(pid.to(tl.int64), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+            rows = tile * ROWS + tl.arange(0, ROWS)
+            row_mask = rows < M
+            mask = row_mask[:, None] & col_mask[None, :]
+            x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                        eviction_policy="evict_first").to(tl.float32)
+            if RMS:
+                xc = x
+            else:
+                mean = tl.sum(x, axis=1) / N
+                # Lanes past the end of the row must not add (0 - mean)² to the variance.
+                xc = tl.where(mask, x - mean[:, None], 0.0)
+            rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)
+            y = xc * rstd[:, None]
+            if HAS_W:
+                y = y * tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
+            if HAS_B:
+                y = y + tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
+            tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+            if not RMS:
+                tl.store(mean_ptr + rows, mean, mask=row_mask)
+            tl.store(rstd_ptr + rows, rstd, mask=row_mask)
 
 
 @triton.jit
@@ -324,15 +358,19 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # The 1024 and 8192 entries come from a sweep on an H200, the forward's 4096 entry from one on an
 # H100 (triton 3.6; 4, 8 or 16 warps, 1, 2 or 4 rows, in float16 and float32); the others are
 # estimates that keep about 16 elements a thread.
+# The 8192 and 16384 forward entries (4 and 8 warps, one row a program) come from an H200 comparison
+# at commit df1b7ce (triton 3.6) of the 1-D row kernel: float16 16384 x 8192 reached 0.94 of the copy
+# ceiling against 0.82-0.83 for the 8- and 16-warp persistent defaults then, 4096 x 16384 0.87
+# against 0.58.
 FWD_CONFIGS = (
-    (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 2, 4), (2048, 2, 8), (4096, 2, 4), (8192, 1, 8), (16384, 1, 16),
+    (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 2, 4), (2048, 2, 8), (4096, 2, 4), (8192, 1, 4), (16384, 1, 8),
 )
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
-# by element size; a persistent grid above. Sweeps on an H100 and the recorded H200 run: one tile per
-# program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 -> 0.91 of the copy
-# ceiling at 4096 x 8192, 0.86 -> 0.94 at 16384 x 8192), slower for float32 rows of 16384 (0.84 ->
-# 0.76) and 16-bit rows past 4096.
-FWD_ONE_TILE_MAX_N = {2: 4096, 4: 8192}
+# by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
+# H200: one tile per program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 ->
+# 0.91 of the copy ceiling at 4096 x 8192, 0.86 -> 0.94 at 16384 x 8192), and, once long rows took
+# the 1-D path above, at every register-held row length.
+FWD_ONE_TILE_MAX_N = {2: 16384, 4: 16384}
 BWD_CONFIGS = ((128, 16, 4), (256, 8, 4), (512, 4, 4), (1024, 2, 16), (2048, 1, 4), (4096, 2, 8), (8192, 1, 8))
 # Longer rows, streamed in two passes over tiles: (BLOCK_N, rows per tile, num_warps). The forward
 # takes one row at a time; the backward takes two, which halves its updates of the partial sums.
@@ -537,10 +575,12 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     consts = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "BLOCK_N": cfg.block_n}
     kernel = norm_fwd_tiled_kernel if cfg.tiled else norm_fwd_kernel
     if not cfg.tiled:
-        consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages}
+        consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages, "ONE_TILE": cfg.programs >= cdiv(m, cfg.rows)}
     if knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, args, consts, cfg.num_warps, x.device)
         cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), per_sm=per_sm, **knobs)
+        if not cfg.tiled:
+            consts["ONE_TILE"] = cfg.programs >= cdiv(m, cfg.rows)
     kernel[(cfg.programs,)](*args, **consts, num_warps=cfg.num_warps)
     return y, mean, rstd
 
