@@ -358,10 +358,11 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # The 1024 and 8192 entries come from a sweep on an H200, the forward's 4096 entry from one on an
 # H100 (triton 3.6; 4, 8 or 16 warps, 1, 2 or 4 rows, in float16 and float32); the others are
 # estimates that keep about 16 elements a thread.
-# The 8192 and 16384 forward entries (4 and 8 warps, one row a program) come from an H200 comparison
-# at commit df1b7ce (triton 3.6) of the 1-D row kernel: float16 16384 x 8192 reached 0.94 of the copy
-# ceiling against 0.82-0.83 for the 8- and 16-warp persistent defaults then, 4096 x 16384 0.87
-# against 0.58.
+# The 8192 and 16384 forward entries (4 and 8 warps, one row a program, the 1-D path) come from
+# H200 comparisons (triton 3.6). Measured with this kernel at commit ec12c36, as fractions of the copy
+# ceiling, against the recorded run of commit 3515e24 (8 and 16 warps, persistent, 2-D tiles):
+# float16 16384 x 8192 0.955 (0.834), 4096 x 16384 0.881 (0.586), 16384 x 5120 0.792 (0.709);
+# float32 16384 x 5120 0.953 (0.778). Two runs, so a few percent of each difference is spread.
 FWD_CONFIGS = (
     (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 2, 4), (2048, 2, 8), (4096, 2, 4), (8192, 1, 4), (16384, 1, 8),
 )
