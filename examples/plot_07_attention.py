@@ -643,11 +643,10 @@ for doc, live in results:
 # %%
 # Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
 # than its inputs and output. The configuration table adds a smaller gain on top, from larger
-# query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and not
-# everywhere: their ratio to step 3 is higher at ``D = 128`` than at ``D = 64``, where step 3
-# can still win on short sequences (the descriptor table was measured at ``N = 4096``). Which
-# torch backends the final kernel passes, and how far it stays behind the fastest, is in the
-# last printout.
+# query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and the
+# ratio table shows where: their configurations were measured at ``N = 4096``, and a ratio
+# below 1.00 marks a length or head dim where step 3 stays faster. Which torch backends the
+# final kernel passes, and how far it stays behind the fastest, is in the last printout.
 #
 # Attention kernels written by hand for Hopper, FlashAttention-3 among them, overlap the matmuls
 # of one block with the softmax of another. Their loads go through the TMA, and their warps are
@@ -657,7 +656,7 @@ for doc, live in results:
 # :term:`software pipelining` starts the copies of later key blocks while the current one is
 # computed. Triton can split a loop among specialized warps (``warp_specialize=True`` on
 # ``tl.range``), but with triton 3.6 on Hopper the key loop of this kernel failed to compile that
-# way with 4 warps, and with 8 it compiled to code without specialized warps. The backward pass
+# way with 4 warps, and with 8 it compiled but ran no faster. The backward pass
 # loads through pointers and does more work than the rate counts: it recomputes the
 # probabilities from the log-sum-exp, and its dQ kernel recomputes the scores and ``dP`` once
 # more, two extra matmuls per block.

@@ -34,8 +34,13 @@ Grouped-query attention: ``k`` and ``v`` may have fewer heads than ``q`` (``H_q 
 query head ``h`` reading key/value head ``h // G``. Each dK/dV program then loops over the ``G``
 query heads of its group, so it sums their contributions itself, again without atomics.
 
-Launch configurations come from a small hand-written table (:data:`FWD_CONFIGS`,
-:data:`BWD_DKDV_CONFIGS`, :data:`BWD_DQ_CONFIGS`) keyed by head dim, causality and dtype; the
+On Hopper the forward moves its blocks through tensor descriptors (TMA) instead of tensors of
+pointers, where that was measured faster and the layout allows it (``method="auto"``; see
+:func:`attention_fwd`): the copy engine computes the addresses and fills rows past ``N`` with
+zeros, and the registers that address tiles took go to data.
+
+Launch configurations come from small hand-written tables (:data:`FWD_CONFIGS`,
+:data:`FWD_TMA_CONFIGS`, :data:`BWD_DKDV_CONFIGS`, :data:`BWD_DQ_CONFIGS`) keyed by head dim, causality and dtype; the
 kernels are not autotuned. In interpreter mode every launch uses small blocks
 (:data:`INTERPRETER_CONFIGS`), so that small test shapes still span several blocks.
 """
