@@ -62,6 +62,7 @@ from tritonperf.ladders.attention import (
     STEP2_CONFIG,
     attention_fused_one_config,
     attention_fused_tuned,
+    attention_mask_every_block,
     attention_naive,
     attention_tma,
     naive_scores_bytes,
@@ -313,6 +314,20 @@ for dtype in DTYPES:
     q, k, v = qkv(dtype)
     assert_close(attention_fused_tuned(q, k, v, causal=True), tritonperf.attention_reference(q, k, v, causal=True), dtype)
     print(f"step 3, causal, {dtype}: matches the reference")
+
+# %%
+# Skipping is a decision made once per block, on scalars, so it removes work. The alternative
+# decides per score: visit every key block and let the mask hide what lies right of the
+# diagonal. Every lane then computes a score that the mask throws away, as the threads of a
+# :term:`warp` do when they diverge. ``attention_mask_every_block`` does that (it is step 4, below,
+# with ``skip_masked_blocks=False``): the same result for the work of full attention. The
+# benchmark records it for causal shapes as ``step-4-mask-every-block``, and the optimization
+# chapter compares it with the kernel.
+
+for dtype in DTYPES:
+    q, k, v = qkv(dtype)
+    assert_close(attention_mask_every_block(q, k, v, causal=True), tritonperf.attention_reference(q, k, v, causal=True), dtype)
+    print(f"every block visited and masked, causal, {dtype}: matches the reference")
 
 # %%
 # Step 4: tensor descriptors

@@ -203,6 +203,18 @@ def test_forward_methods(device, method, causal):
     assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
 
 
+@pytest.mark.parametrize("method", ["pointers", "tma"])
+def test_masking_every_block_gives_the_same_result(device, method):
+    # skip_masked_blocks=False visits the causal blocks right of the diagonal and masks them whole:
+    # rows must still see exactly keys 0 … i, at an odd length and with grouped heads.
+    q, k, v = qkv(1, 4, 2, 77, 64, torch.float16, device)
+    o, lse = attention_fwd(q, k, v, True, method=method, skip_masked_blocks=False)
+    assert_close(o, attention_reference(q, k, v, True), torch.float16)
+    assert_close(lse, attention_lse_reference(q, k, True), torch.float32)
+    with pytest.raises(TypeError, match="skip_masked_blocks must be a bool, got int"):
+        attention_fwd(q, k, v, True, skip_masked_blocks=0)
+
+
 def test_forward_method_choice(device):
     q, k, v = qkv(1, 2, 2, 40, 64, torch.float16, device)
     o = torch.empty_like(q)
@@ -313,7 +325,8 @@ def test_forward_compiles_to_wgmma_without_spills_for_hopper(dtype, ptr, mma, tm
         sig = {f"{t}_src": f"tensordesc<{out if t == 'o' else ptr}[1,1,{rows[t]},128]>" for t in "qkvo"} | {"lse_ptr": "*fp32"}
     else:
         sig = {"q_src": f"*{ptr}", "k_src": f"*{ptr}", "v_src": f"*{ptr}", "o_src": f"*{out}", "lse_ptr": "*fp32"}
-    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": True, "GROUP": 1, "TMA": tma}
+    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": True, "GROUP": 1,
+              "TMA": tma, "SKIP_BLOCKS": True}
     for t in "qkvo":
         for dim in ("z", "h", "n" if t in "kv" else "m"):
             sig[f"stride_{t}{dim}"] = "i32"

@@ -260,6 +260,8 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]
      "step-2-one-config", "step-3-tuned"),
     ("TMA (tensor descriptors) instead of pointer tiles", "plot_07_attention", "attention", "fwd", "float16",
      ATTENTION_CASE, "step-3-tuned", "tritonperf"),
+    ("divergence: skip masked blocks instead of masking every score", "plot_07_attention", "attention", "fwd",
+     "float16", ATTENTION_CASE | {"causal": True}, "step-4-mask-every-block", "tritonperf"),
     ("recomputation: probabilities rebuilt from the log-sum-exp", "plot_07_attention", "attention", "bwd", "float16",
      ATTENTION_CASE, "step-1-naive", "tritonperf"),
 ]

@@ -189,7 +189,7 @@ def attention_fwd_kernel(
     stride_oz, stride_oh, stride_om, stride_ok,
     H, N, GROUP, qk_scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, IS_CAUSAL: tl.constexpr,
-    TMA: tl.constexpr,
+    TMA: tl.constexpr, SKIP_BLOCKS: tl.constexpr = True,
 ):
     # Program (i, z * H + h) computes query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h of batch z.
     # q_src ... o_src are pointers, or with TMA host-built tensor descriptors of the whole 4-D tensors
@@ -223,7 +223,13 @@ def attention_fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running maximum of the scaled scores (base 2)
     l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(score - m_i)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)  # running sum of exp2(score - m_i) * v
-    if IS_CAUSAL:
+    if IS_CAUSAL and not SKIP_BLOCKS:
+        # Every key block, each one masked: the work of full attention, half of it thrown away by the
+        # mask, as when the condition is tested per score instead of per block (the lesson's
+        # comparison; never the default). Key 0 is in the first block and visible to every row.
+        acc, l_i, m_i = _fwd_blocks(acc, l_i, m_i, q, k_base, v_base, z, h_kv, rows, 0, N, N, qk_scale,
+                                    stride_kn, stride_kk, stride_vn, stride_vk, BLOCK_N, HEAD_DIM, True, True, TMA)
+    elif IS_CAUSAL:
         # Blocks left of the diagonal are seen whole by every row: no mask. BLOCK_M is a multiple of
         # BLOCK_N, so they end exactly at m0. Then the diagonal band [m0, m0 + BLOCK_M), masked; the
         # blocks right of it are never loaded.
@@ -702,7 +708,9 @@ def _out_dtype(q: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
     return out_dtype
 
 
-def _forward(q, k, v, causal, sm_scale, out, knobs, out_dtype=None, method="auto") -> tuple[torch.Tensor, torch.Tensor]:
+def _forward(
+    q, k, v, causal, sm_scale, out, knobs, out_dtype=None, method="auto", skip_masked_blocks=True
+) -> tuple[torch.Tensor, torch.Tensor]:
     b, h, n, d = q.shape
     o = torch.empty(q.shape, dtype=_out_dtype(q, out_dtype), device=q.device) if out is None else out
     lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
@@ -721,7 +729,7 @@ def _forward(q, k, v, causal, sm_scale, out, knobs, out_dtype=None, method="auto
         *srcs, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
         h, n, h // k.shape[1], sm_scale * LOG2E,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, IS_CAUSAL=causal, TMA=method == "tma",
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        SKIP_BLOCKS=skip_masked_blocks, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     return o, lse
 
@@ -773,6 +781,7 @@ def attention_fwd(
     num_warps: int | None = None,
     num_stages: int | None = None,
     method: Method = "auto",
+    skip_masked_blocks: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The attention forward pass, with the log-sum-exp the backward pass needs. No autograd.
 
@@ -799,6 +808,9 @@ def attention_fwd(
             contiguous and the other strides multiples of 16 bytes). ``"pointers"``: through
             tensors of addresses, for any strides and GPU. ``"auto"`` (default): ``"tma"`` where
             it was measured faster (16-bit inputs, ``D`` = 64 or 128) and possible, else ``"pointers"``.
+        skip_masked_blocks: causal attention skips the key blocks right of the diagonal (default).
+            ``False`` visits every block and masks, which gives the same result for twice the work:
+            the lesson measures what deciding per block instead of per score is worth.
 
     Returns:
         ``(o, lse)``: ``o`` of ``q``'s shape (and dtype, for 16-bit inputs), and ``lse``, float32
@@ -814,6 +826,8 @@ def attention_fwd(
     _check_knobs(**knobs)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    if not isinstance(skip_masked_blocks, bool):
+        raise TypeError(f"skip_masked_blocks must be a bool, got {type(skip_masked_blocks).__name__}")
     dtype = _out_dtype(q, out_dtype)
     if out is not None:
         validation.check_tensor("out", out)
@@ -822,7 +836,7 @@ def attention_fwd(
             raise ValueError(f"dtypes differ: out has {out.dtype}, the output is {dtype}")
         validation.check_same("shape", q=q, out=out)
         validation.check_contiguous(out=out)
-    return _forward(q, k, v, causal, sm_scale, out, knobs, dtype, method)
+    return _forward(q, k, v, causal, sm_scale, out, knobs, dtype, method, skip_masked_blocks)
 
 
 def attention_bwd(

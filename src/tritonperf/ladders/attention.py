@@ -18,6 +18,10 @@ only and have no backward pass; use :func:`tritonperf.attention` for real work.
 * step 4, :func:`attention_tma`: blocks moved by tensor descriptors (TMA) instead of pointers,
   with their own measured table (``FWD_TMA_CONFIGS``) at head dims 64 and 128. This is what
   :func:`tritonperf.attention` runs.
+* beside step 4, :func:`attention_mask_every_block`: causal attention that visits every key
+  block and masks the scores right of the diagonal, instead of skipping the blocks that hold
+  only those: the same result for the work of full attention, which is what deciding per score
+  rather than per block costs.
 """
 
 from __future__ import annotations
@@ -81,4 +85,11 @@ def attention_tma(
     return attention_fwd(q, k, v, causal, sm_scale)[0]
 
 
-STEPS = [attention_naive, attention_fused_one_config, attention_fused_tuned, attention_tma]
+def attention_mask_every_block(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """Beside step 4: causal blocks above the diagonal computed and masked instead of skipped."""
+    return attention_fwd(q, k, v, causal, sm_scale, skip_masked_blocks=False)[0]
+
+
+STEPS = [attention_naive, attention_fused_one_config, attention_fused_tuned, attention_tma, attention_mask_every_block]

@@ -12,7 +12,8 @@ Baselines: torch's ``scaled_dot_product_attention`` pinned to one backend each
 (``torch.flex``, with a causal block mask for causal attention). A backend that refuses a head
 dim, dtype or GPU is left out of those cases (``applies`` asks it once, on a small problem).
 The lesson's steps: ``step-1-naive`` (scores materialized: up to ``N = 4096``, where they take
-4 GiB), ``step-2-one-config`` and ``step-3-tuned`` (pointer loads); step 4 is what ``tritonperf`` runs.
+4 GiB), ``step-2-one-config`` and ``step-3-tuned`` (pointer loads); step 4 is what ``tritonperf`` runs, and
+``step-4-mask-every-block`` is step 4 computing and masking the causal blocks it would skip (causal shapes only).
 
 The backward specs time the backward pass alone. Ours is called with the output and
 log-sum-exp of our forward; torch's variants differentiate a graph built beforehand, with
@@ -34,7 +35,12 @@ import torch
 import torch.nn.functional as F
 
 from ...kernels.attention import attention, attention_bwd, attention_bytes, attention_flops, attention_fwd
-from ...ladders.attention import attention_fused_one_config, attention_fused_tuned, attention_naive
+from ...ladders.attention import (
+    attention_fused_one_config,
+    attention_fused_tuned,
+    attention_mask_every_block,
+    attention_naive,
+)
 from ...testing import random_tensor
 from ..specs import BenchSpec, Shape, compiled, graph_stream
 
@@ -133,6 +139,8 @@ def _applies(direction: str) -> Callable[[str, Shape, torch.dtype], bool]:
     def applies(variant: str, shape: Shape, dtype: torch.dtype) -> bool:
         if variant == "step-1-naive":
             return shape["N"] <= NAIVE_MAX_N
+        if variant == "step-4-mask-every-block":
+            return shape["causal"]  # without causality there is nothing to skip
         if variant in SDPA_BACKENDS:
             return sdpa_backend_runs(variant, shape["D"], shape["causal"], dtype, direction)
         return True
@@ -234,6 +242,7 @@ def specs() -> list[BenchSpec]:
                 "step-1-naive": attention_naive,
                 "step-2-one-config": attention_fused_one_config,
                 "step-3-tuned": attention_fused_tuned,
+                "step-4-mask-every-block": attention_mask_every_block,
             },
             applies=_applies("fwd"),
             nbytes=_nbytes("fwd"),
