@@ -134,12 +134,13 @@ for block, rows_per_tile, warps in FWD_CONFIGS:
     print(f"{block:>13} {rows_per_tile:>10} {warps:>6}")
 
 # %%
-# * **A persistent grid for long rows.** Above 4096 columns in float16 and bfloat16 (8192 in
-#   float32), the launcher starts as many programs as the GPU runs at once (it asks the compiled
-#   kernel for its registers and shared memory, and works out how many fit on an SM), and each
-#   program walks tiles ``p, p + P, p + 2P, …``. Launching more programs than fit would be worse
-#   than launching fewer: the extra ones would start only after others had finished their whole
-#   share. For shorter rows one program per tile measured faster, and that is what runs.
+# * **One program per tile, and long rows as plain rows.** Every tile gets its own program, as
+#   in step 1. A persistent grid, where each program walks tiles ``p, p + P, p + 2P, …``, is
+#   still there for the ``programs`` knob, but measured slower for every row the registers hold.
+#   From 8192 columns a tile is one row (``ROWS = 1``), and the kernel then handles it as a 1-D
+#   row, without the loop and without an eviction hint, because step 1 showed what that form is
+#   worth: on an H200 the ``[1, BLOCK_N]`` tile, the hint and the loop each cost layer norm a few
+#   percent or more at these lengths.
 # * **Weight and bias loaded late.** They are read for each tile once the statistics are done,
 #   as step 1 does, not once per program and kept: held across the loop they take registers for
 #   all of it, and fewer programs fit on an SM. Every program reads the same ``N`` values, so
