@@ -101,6 +101,15 @@ def test_find_results_walks_up_to_docs_results(tmp_path, monkeypatch, sample_doc
     assert len(records.find_results("/")) == 1
 
 
+def test_recorded_tables_are_headed_and_named_by_their_gpu(tmp_path, sample_doc):
+    prov = sample_doc["provenance"]
+    assert records.provenance_text(prov) == (
+        "Recorded on Example GPU (100 SMs), 2026-01-02T03:04:05Z; triton 3.6.0, torch 2.11.0, CUDA 13.0; commit abc1234"
+    )
+    path = records.save_markdown("| a |\n", tmp_path / "new" / "folder", prov)
+    assert path == tmp_path / "new" / "folder" / "example-gpu.md" and path.read_text() == "| a |\n"
+
+
 def test_committed_results_exist_and_validate():
     assert RESULTS, "docs/results/ holds no recorded results: run `nox -s bench` on a GPU"
     for path in RESULTS:

@@ -96,13 +96,10 @@ def main() -> None:
         warm = run_child(cache)
     prov = records.provenance(" ".join(["python", "tools/record_first_call.py", *sys.argv[1:]]))
     header = (
-        f"Recorded on {prov['gpu']} ({prov['sms']} SMs), {prov['date']}; triton {prov['triton']}, torch {prov['torch']}, "
-        f"CUDA {prov['cuda']}; commit {prov['git_commit']}. `tritonperf.matmul`, float16, default method; wall-clock "
+        f"{records.provenance_text(prov)}. `tritonperf.matmul`, float16, default method; wall-clock "
         f"seconds of one call, synchronized; later calls: median of {LATER_CALLS}. Command: `{prov['command']}`.\n\n"
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{records.slug(prov['gpu'])}.md"
-    path.write_text(header + table(cold, warm))
+    path = records.save_markdown(header + table(cold, warm), args.out, prov)
     print(path.read_text())
 
 

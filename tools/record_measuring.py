@@ -120,13 +120,10 @@ def main() -> None:
         results[rows, cols] = measure(rows, cols)
     prov = records.provenance(" ".join(["python", "tools/record_measuring.py", *sys.argv[1:]]))
     header = (
-        f"Recorded on {prov['gpu']} ({prov['sms']} SMs), {prov['date']}; triton {prov['triton']}, torch {prov['torch']}, "
-        f"CUDA {prov['cuda']}; commit {prov['git_commit']}. `tritonperf.softmax`, float16, rows × columns; "
+        f"{records.provenance_text(prov)}. `tritonperf.softmax`, float16, rows × columns; "
         f"GB/s count the bytes read and written once. Command: `{prov['command']}`.\n\n"
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{records.slug(prov['gpu'])}.md"
-    path.write_text(header + table(results))
+    path = records.save_markdown(header + table(results), args.out, prov)
     print(path.read_text())
 
 

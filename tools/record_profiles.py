@@ -64,10 +64,7 @@ def workload(name: str) -> None:
 
 def header(command: str) -> str:
     prov = records.provenance(command)
-    return (
-        f"# Recorded on {prov['gpu']} ({prov['sms']} SMs), {prov['date']}; triton {prov['triton']}, torch {prov['torch']}, "
-        f"CUDA {prov['cuda']}; commit {prov['git_commit']}\n# command: {command}\n\n"
-    )
+    return f"# {records.provenance_text(prov)}\n# command: {command}\n\n"
 
 
 def torch_profiler_table() -> str:

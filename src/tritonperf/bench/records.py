@@ -168,6 +168,22 @@ def provenance(command: str) -> dict[str, Any]:
     }
 
 
+def provenance_text(prov: dict[str, Any]) -> str:
+    """One line naming where, when and with what a run was made, for the headers of recorded tables."""
+    return (
+        f"Recorded on {prov['gpu']} ({prov['sms']} SMs), {prov['date']}; triton {prov['triton']}, torch {prov['torch']}, "
+        f"CUDA {prov['cuda']}; commit {prov['git_commit']}"
+    )
+
+
+def save_markdown(text: str, folder: str | os.PathLike, prov: dict[str, Any]) -> Path:
+    """Write a recorded Markdown table to ``<folder>/<gpu-slug>.md`` (creating the folder); return its path."""
+    path = Path(folder) / f"{slug(prov['gpu'])}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 def record(
     kernel: str, variant: str, direction: str, dtype: str, shape: dict[str, Any], ms: float,
     nbytes: int | None, flops: int | None,

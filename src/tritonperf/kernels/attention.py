@@ -54,6 +54,7 @@ from typing import Literal
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import runtime, validation
 
@@ -664,8 +665,6 @@ def _tma_obstacle(**tensors: torch.Tensor) -> str | None:
 
 def _descriptor(t: torch.Tensor, rows: int):
     """A host-side tensor descriptor of the whole 4-D tensor ``t``, in blocks of ``1 x 1 x rows x D``."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
     # A dimension of size 1 is only ever read at index 0: any stride the descriptor accepts will do.
     unit = 16 // t.element_size()
     strides = [s if n > 1 else unit for n, s in zip(t.shape[:3], t.stride()[:3], strict=True)] + [1]
