@@ -67,7 +67,8 @@ def profiles(session: nox.Session) -> None:
 def measuring(session: nox.Session) -> None:
     """Record how much the usual timing mistakes change a measurement, for the measuring chapter (GPU only)."""
     install(session)
-    session.run("python", "tools/record_measuring.py", "--out", "docs/results/measuring", *session.posargs)
+    session.run("python", "tools/record_measuring.py", "--out", "docs/results/measuring",
+                "--order-out", "docs/results/measuring_order", *session.posargs)
 
 
 @nox.session

@@ -89,11 +89,12 @@ intersphinx_mapping = _make_inventories()
 (GENERATED / "strategies.md").write_text(
     "\n".join(strategies_table(load(path)) for path in find_results(DOCS)) or "No recorded results yet.\n"
 )
-# measuring.md's table: every file recorded by tools/record_measuring.py (nox -s measuring).
-(GENERATED / "measuring.md").write_text(
-    "\n".join(path.read_text() for path in sorted((DOCS / "results" / "measuring").glob("*.md")))
-    or "The table is written by `nox -s measuring` on a GPU (`docs/results/measuring/<gpu>.md`); no run has been recorded yet.\n"
-)
+# measuring.md's tables: every file recorded by tools/record_measuring.py (nox -s measuring).
+for folder in ("measuring", "measuring_order"):
+    (GENERATED / f"{folder}.md").write_text(
+        "\n".join(path.read_text() for path in sorted((DOCS / "results" / folder).glob("*.md")))
+        or f"The table is written by `nox -s measuring` on a GPU (`docs/results/{folder}/<gpu>.md`); no run has been recorded yet.\n"
+    )
 (GENERATED / "memory_levels.md").write_text(memory_levels_table([load(path) for path in find_results(DOCS)]))
 # compiled-code.md's excerpts: the package's kernels compiled for sm_90 (no GPU needed), before any lesson runs.
 write_excerpts(GENERATED / "asm")

@@ -82,7 +82,7 @@ def test_bench_writes_a_valid_file(tmp_path, capsys):
 
 @gpu_only
 def test_timing_sees_the_difference_between_one_and_two_copies():
-    from tritonperf.bench.timing import time_ms
+    from tritonperf.bench.timing import interleave, prepare, time_ms
 
     n = 1 << 26
 
@@ -92,6 +92,10 @@ def test_timing_sees_the_difference_between_one_and_two_copies():
     once = time_ms(lambda a, b: b.copy_(a), make_args, 8 * n)
     twice = time_ms(lambda a, b: (b.copy_(a), b.copy_(a)), make_args, 8 * n)
     assert 1.6 < twice / once < 2.4
+    # Interleaved, the same two see the same ratio.
+    copies = [prepare(fn, make_args, 8 * n) for fn in (lambda a, b: b.copy_(a), lambda a, b: (b.copy_(a), b.copy_(a)))]
+    once_i, twice_i = interleave(copies)
+    assert 1.6 < twice_i / once_i < 2.4
     # A tiny copy goes through the CUDA-graph path and must still take positive, small time.
     tiny = time_ms(lambda a, b: b.copy_(a), lambda: (torch.randn(1024, device="cuda"), torch.empty(1024, device="cuda")), 8192)
     assert 0 < tiny < once
@@ -143,12 +147,44 @@ def test_bench_keeps_going_past_a_failing_case(sample_doc, tmp_path, monkeypatch
     assert records.load(tmp_path / "run.json") == sample_doc
 
 
+def test_interleave_soaks_then_takes_turns():
+    # Stand-in timers log what interleave asks of them: every one soaks, then rounds take turns,
+    # each round starting one further along, and every timer gets its share of replays.
+    from tritonperf.bench.timing import interleave
+
+    log = []
+
+    class Timer:
+        def __init__(self, name, replays):
+            self.name, self.replays, self.samples = name, replays, []
+
+        def soak(self, ms):
+            log.append(("soak", self.name, ms))
+
+        def time(self, replays):
+            log.append((self.name, replays))
+            self.samples += [float(len(log))] * replays
+
+        def median_ms(self):
+            return sum(self.samples) / len(self.samples)
+
+    timers = [Timer("a", 10), Timer("b", 10), Timer("c", 5)]
+    medians = interleave(timers, rounds=2, soak_ms=300)
+    assert log == [("soak", "a", 100), ("soak", "b", 100), ("soak", "c", 100),
+                   ("a", 5), ("b", 5), ("c", 3), ("b", 5), ("c", 3), ("a", 5)]
+    assert medians == [(4 + 9) / 2, (5 + 7) / 2, (6 + 8) / 2]
+    assert interleave([]) == []
+
+
 def test_measure_records_failures_and_goes_on(monkeypatch):
     from tritonperf.bench import runner
     from tritonperf.bench.specs import BenchSpec
 
-    def fake_time_ms(fn, make_args, nbytes):
-        return fn()
+    def fake_prepare(fn, make_args, nbytes):
+        return fn()  # the "timer" is the call's result: a time, unless the call raises
+
+    def fake_interleave(timers):
+        return list(timers)
 
     def broken():
         raise RuntimeError("no kernel today")
@@ -156,7 +192,8 @@ def test_measure_records_failures_and_goes_on(monkeypatch):
     spec = BenchSpec(kernel="vector_add", direction="fwd", metric="GBps", x="N", shapes=[{"N": 8}], quick_shapes=[],
                      dtypes=[torch.float32], make_args=lambda shape, dtype: (),
                      variants={"tritonperf": lambda: 0.5, "torch": broken}, nbytes=lambda shape, dtype: 64)
-    monkeypatch.setattr(runner, "time_ms", fake_time_ms)
+    monkeypatch.setattr(runner, "prepare", fake_prepare)
+    monkeypatch.setattr(runner, "interleave", fake_interleave)
     failures: list[str] = []
     recs = runner.measure(spec, failures=failures)
     assert [r["variant"] for r in recs] == ["tritonperf"] and recs[0]["ms"] == 0.5

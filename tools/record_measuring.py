@@ -9,6 +9,10 @@ naive to the careful, and writes ``<out>/<gpu-slug>.md``: a Markdown table that 
 includes as it is, headed by where, when and with what it was recorded. Each way is timed in
 this one process, on the same inputs, one after the other.
 
+It also times :func:`tritonperf.matmul` against ``torch.matmul`` (float16, 4096³) three ways: one
+after the other in both orders, each after the GPU has idled a few seconds, and interleaved as
+``tritonperf bench`` does. It writes that table to ``<order-out>/<gpu-slug>.md``.
+
 The process points ``TRITON_CACHE_DIR`` at an empty folder before Triton is imported, so that
 the first call of each size really compiles, as it would for a user with a cold cache.
 """
@@ -31,13 +35,17 @@ import torch  # noqa: E402
 
 import tritonperf  # noqa: E402  (first of ours: chooses GPU or interpreter before any kernel is defined)
 from tritonperf.bench import records  # noqa: E402
-from tritonperf.bench.timing import do_bench_ms, time_ms  # noqa: E402
+from tritonperf.bench.timing import do_bench_ms, interleave, prepare, time_ms  # noqa: E402
+from tritonperf.kernels.matmul import matmul_bytes, matmul_flops  # noqa: E402
 from tritonperf.kernels.softmax import softmax_bytes  # noqa: E402
 from tritonperf.testing import random_tensor  # noqa: E402
 
 # (rows, columns): far inside L2, about L2's size, far larger than L2 (on a 50 MiB L2).
 SHAPES = [(1024, 1024), (4096, 4096), (16384, 16384)]
 REPEATS = 50
+# The order experiment: a compute-bound product, and how long the GPU idles before each timing.
+ORDER_SIZE = 4096
+PAUSE_S = 3.0
 
 WAYS = [
     ("first call, host clock", "compilation included: what the first call of a new shape costs"),
@@ -108,9 +116,44 @@ def table(results: dict[tuple[int, int], list[float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def order_effect() -> list[tuple[str, float, float]]:
+    """``(how, tritonperf ms, torch ms)``: the same two products timed one after the other and interleaved."""
+    n = ORDER_SIZE
+
+    def make_args():
+        return random_tensor((n, n), torch.float16, "cuda"), random_tensor((n, n), torch.float16, "cuda")
+
+    nbytes = matmul_bytes(n, n, n, torch.float16)
+    ours, theirs = prepare(tritonperf.matmul, make_args, nbytes), prepare(torch.matmul, make_args, nbytes)
+    rows = []
+    for how, first, second in [("one after the other, tritonperf first", ours, theirs),
+                               ("one after the other, torch first", theirs, ours)]:
+        for timer in (first, second):
+            timer.samples.clear()
+        time.sleep(PAUSE_S)  # an idle, cooling GPU, as after building the next shape's inputs
+        first.time(first.replays)
+        second.time(second.replays)
+        rows.append((how, ours.median_ms(), theirs.median_ms()))
+    for timer in (ours, theirs):
+        timer.samples.clear()
+    time.sleep(PAUSE_S)
+    rows.append(("interleaved, as `tritonperf bench` times (200 ms soak, five rounds)", *interleave([ours, theirs])))
+    return rows
+
+
+def order_table(rows: list[tuple[str, float, float]]) -> str:
+    flops = matmul_flops(ORDER_SIZE, ORDER_SIZE, ORDER_SIZE)
+    lines = ["| how the two were timed | tritonperf TFLOPS | torch TFLOPS | tritonperf / torch |", "| --- | ---: | ---: | ---: |"]
+    for how, ours_ms, theirs_ms in rows:
+        lines.append(f"| {how} | {flops / ours_ms * 1e-9:,.0f} | {flops / theirs_ms * 1e-9:,.0f} | {theirs_ms / ours_ms:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/measuring"), help="folder for <gpu-slug>.md")
+    parser.add_argument("--order-out", type=Path, default=Path("docs/results/measuring_order"),
+                        help="folder for the order experiment's <gpu-slug>.md")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         parser.error("measuring needs a CUDA GPU; none is visible to torch")
@@ -124,6 +167,15 @@ def main() -> None:
         f"GB/s count the bytes read and written once. Command: `{prov['command']}`.\n\n"
     )
     path = records.save_markdown(header + table(results), args.out, prov)
+    print(path.read_text())
+
+    print(f"matmul float16 {ORDER_SIZE}^3, timed in three orders ...", flush=True)
+    header = (
+        f"{records.provenance_text(prov)}. `tritonperf.matmul` and `torch.matmul`, float16, "
+        f"{ORDER_SIZE} × {ORDER_SIZE} × {ORDER_SIZE}, the same prepared graphs each time; the GPU idled "
+        f"{PAUSE_S:.0f} s before each of the three timings. Command: `{prov['command']}`.\n\n"
+    )
+    path = records.save_markdown(header + order_table(order_effect()), args.order_out, prov)
     print(path.read_text())
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -11,7 +12,7 @@ import torch
 from . import records
 from .ceilings import measure_ceilings
 from .specs import BenchSpec, specs_for
-from .timing import time_ms
+from .timing import interleave, prepare
 
 # Called after each measurement with (done, total, record).
 Progress = Callable[[int, int, dict[str, Any]], None]
@@ -38,27 +39,35 @@ def measure(
 ) -> list[dict[str, Any]]:
     """Time every variant of ``spec`` at every shape and dtype it applies to; return records.
 
-    Each measurement draws its own fresh random inputs. Needs a CUDA GPU. A case that raises
-    stops the run, unless ``failures`` is a list: then the case is left out of the records, a
+    Each measurement draws its own fresh random inputs. The variants of one shape and dtype are
+    timed together, interleaved (see :func:`~tritonperf.bench.timing.interleave`). Needs a CUDA
+    GPU. A case that raises stops the run, unless ``failures`` is a list: then the case is left out of the records, a
     line naming it and the error is appended to the list, and the run goes on.
     """
     out = []
-    for dtype, shape, variant in spec.cases(quick):
+    for (dtype, _), cases in itertools.groupby(spec.cases(quick), key=lambda case: (case[0], repr(case[1]))):
+        cases = list(cases)
+        shape = cases[0][1]
         nbytes, flops = spec.nbytes(shape, dtype), spec.flops(shape, dtype)
-        try:
-            ms = time_ms(spec.variants[variant], functools.partial(spec.make_args, shape, dtype), nbytes or 0)
-        except Exception as err:
-            if failures is None:
-                raise
-            case = f"{spec.kernel} {spec.direction} {dtype_name(dtype)} {shape} {variant}"
-            failures.append(f"{case}: {type(err).__name__}: {err}")
-            torch.cuda.empty_cache()
-            continue
-        rec = records.record(spec.kernel, variant, spec.direction, dtype_name(dtype), shape, ms, nbytes, flops)
-        out.append(rec)
-        done += 1
-        if progress:
-            progress(done, total, rec)
+        timers, variants = [], []
+        for _, _, variant in cases:
+            try:
+                timers.append(prepare(spec.variants[variant], functools.partial(spec.make_args, shape, dtype), nbytes or 0))
+            except Exception as err:
+                if failures is None:
+                    raise
+                case = f"{spec.kernel} {spec.direction} {dtype_name(dtype)} {shape} {variant}"
+                failures.append(f"{case}: {type(err).__name__}: {err}")
+                torch.cuda.empty_cache()
+                continue
+            variants.append(variant)
+        for variant, ms in zip(variants, interleave(timers), strict=True):
+            rec = records.record(spec.kernel, variant, spec.direction, dtype_name(dtype), shape, ms, nbytes, flops)
+            out.append(rec)
+            done += 1
+            if progress:
+                progress(done, total, rec)
+        del timers  # free the graphs and their inputs before the next shape
         torch.cuda.empty_cache()
     return out
 

@@ -9,7 +9,11 @@ input sets, and divides the replay's time (CUDA events) by the number of calls i
   touched, so every call finds its inputs out of cache, as a flushed cache would;
 * the median over 30 replays is reported (fewer, down to 5, for calls so long that 30 replays
   would take more than a second: each replay already averages 10 or more calls); the calls
-  before capture (compilation, autotuning) and the first replay are left out.
+  before capture (compilation, autotuning) and the first replay are left out;
+* the variants compared at one shape are timed together, in interleaved rounds after an untimed
+  soak (:func:`interleave`). Under a compute-bound load a GPU runs faster while it is cool than
+  after a second of work; timed one after the other, whichever variant came first would gain
+  from that.
 
 :func:`do_bench_ms` times the way :func:`triton.testing.do_bench` does (an L2 flush, then events
 around each call), host time included; it is kept to show the difference (see the chapter on
@@ -35,6 +39,9 @@ GRAPH_REPLAYS = 30
 # takes about this long, but never fewer than MIN_REPLAYS.
 REPLAYS_MS = 1000.0
 MIN_REPLAYS = 5
+# Measurements of one shape are interleaved in this many rounds, after this much untimed work.
+ROUNDS = 5
+SOAK_MS = 200.0
 
 
 def l2_bytes() -> int:
@@ -49,43 +56,91 @@ def do_bench_ms(fn: Callable[..., object], args: Args) -> float:
     return triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=200, return_mode="median")
 
 
-def _graph_rotation_ms(fn: Callable[..., object], arg_sets: list[Args], calls: int) -> float:
-    # Warm up (compile, autotune, allocate) on a side stream, as graph capture requires.
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for args in arg_sets[:2]:
-            fn(*args)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
+class GraphTimer:
+    """One function captured in a CUDA graph over a rotation of input sets, ready to be replayed and timed.
 
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(calls):
-            fn(*arg_sets[i % len(arg_sets)])
-    graph.replay()  # the first replay uploads the graph: keep it out of the numbers
-    torch.cuda.synchronize()
+    Building it warms the function up (compilation, autotuning, allocation), captures the graph,
+    replays it once to upload it and once more to size the run; none of that is kept.
+    """
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    graph.replay()  # a second one, timed to size the run, also left out
-    end.record()
-    end.synchronize()
-    replays = max(MIN_REPLAYS, min(GRAPH_REPLAYS, int(REPLAYS_MS / max(start.elapsed_time(end), 1e-3))))
-    per_call = []
-    for _ in range(replays):
+    def __init__(self, fn: Callable[..., object], arg_sets: list[Args], calls: int):
+        # Warm up on a side stream, as graph capture requires.
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for args in arg_sets[:2]:
+                fn(*args)
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+
+        self.calls = calls
+        self.arg_sets = arg_sets  # the graph reads these: keep them alive as long as it is
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            for i in range(calls):
+                fn(*arg_sets[i % len(arg_sets)])
+        self.graph.replay()  # the first replay uploads the graph
+        torch.cuda.synchronize()
+        replay_ms = self._replay_ms()
+        #: Timed replays the measurement should have: fewer for long calls, see ``REPLAYS_MS``.
+        self.replays = max(MIN_REPLAYS, min(GRAPH_REPLAYS, int(REPLAYS_MS / max(replay_ms, 1e-3))))
+        #: Milliseconds per call, one entry per timed replay so far.
+        self.samples: list[float] = []
+
+    def _replay_ms(self) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        graph.replay()
+        self.graph.replay()
         end.record()
         end.synchronize()
-        per_call.append(start.elapsed_time(end) / calls)
-    return statistics.median(per_call)
+        return start.elapsed_time(end)
+
+    def soak(self, ms: float) -> None:
+        """Replay, untimed, for about ``ms`` milliseconds."""
+        for _ in range(max(1, math.ceil(ms / max(self._replay_ms(), 1e-3)))):
+            self.graph.replay()
+        torch.cuda.synchronize()
+
+    def time(self, replays: int) -> None:
+        """Time ``replays`` more replays and add their per-call times to :attr:`samples`."""
+        for _ in range(replays):
+            self.samples.append(self._replay_ms() / self.calls)
+
+    def median_ms(self) -> float:
+        """Median time per call over every timed replay."""
+        return statistics.median(self.samples)
+
+
+def interleave(timers: Sequence[GraphTimer], rounds: int = ROUNDS, soak_ms: float = SOAK_MS) -> list[float]:
+    """Time several prepared functions against each other; return each one's median ms per call.
+
+    The GPU is first kept busy for ``soak_ms`` with all of them, untimed. The timed replays are
+    then split into ``rounds`` rounds; each round times every function in turn, starting one
+    further along the list each time. A clock that changes during the run (a GPU boosts while
+    it is cool and slows as it heats up under a compute-bound load) then weighs on every
+    function alike, instead of favouring whichever one ran first.
+    """
+    for timer in timers:
+        timer.soak(soak_ms / len(timers))  # (no timers: nothing to do, and an empty list back)
+    for r in range(rounds):
+        for i in range(len(timers)):
+            timer = timers[(r + i) % len(timers)]
+            timer.time(math.ceil(timer.replays / rounds))
+    return [timer.median_ms() for timer in timers]
 
 
 def rotation(bytes_per_call: int) -> tuple[int, int]:
     """``(input sets, calls per graph)`` for a call that reads and writes ``bytes_per_call``."""
     sets = min(MAX_ROTATION, 1 + math.ceil(2 * l2_bytes() / max(bytes_per_call, 1)))
     return sets, sets * math.ceil(MIN_CALLS / sets)
+
+
+def prepare(fn: Callable[..., object], make_args: Callable[[], Args], bytes_per_call: int) -> GraphTimer:
+    """A :class:`GraphTimer` for ``fn`` over fresh input sets from ``make_args``, sized by ``bytes_per_call``."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("timing needs a CUDA GPU; in interpreter mode there is nothing meaningful to time")
+    sets, calls = rotation(bytes_per_call)
+    return GraphTimer(fn, [make_args() for _ in range(sets)], calls)
 
 
 def time_ms(fn: Callable[..., object], make_args: Callable[[], Args], bytes_per_call: int) -> float:
@@ -98,7 +153,4 @@ def time_ms(fn: Callable[..., object], make_args: Callable[[], Args], bytes_per_
         bytes_per_call: bytes one call reads and writes, which sets how many input sets the
             rotation needs (see :func:`rotation`).
     """
-    if not torch.cuda.is_available():
-        raise RuntimeError("timing needs a CUDA GPU; in interpreter mode there is nothing meaningful to time")
-    sets, calls = rotation(bytes_per_call)
-    return _graph_rotation_ms(fn, [make_args() for _ in range(sets)], calls)
+    return interleave([prepare(fn, make_args, bytes_per_call)])[0]
