@@ -259,7 +259,7 @@ except ValueError as err:
 # ``3 · M · N`` elements the pass must move. With this machine's configuration:
 
 for n in (1024, 4096, 8192):
-    cfg = norm_config(M, n, "bwd", DEVICE, n_sums=2)
+    cfg = norm_config(M, n, "bwd", DEVICE)
     partial = 2 * 2 * cfg.programs * n * 4  # dw and db, written then read
     print(f"M={M}, N={n}: {cfg.programs} programs of {cfg.num_warps} warps, tiles of {cfg.rows} x {cfg.block_n}; "
           f"partial sums {partial / 2**20:.1f} MiB against {tritonperf.layer_norm_bytes(M, n, torch.float16, 'bwd') / 2**20:,.0f} MiB")

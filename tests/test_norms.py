@@ -346,11 +346,11 @@ def test_offsets_past_2_31_elements(norm):
 # -- configuration ---------------------------------------------------------------------------------
 def test_default_configs(device):
     for n, direction, table in [(n, "fwd", FWD_CONFIGS) for n in (1, 256, 5120, 16384)] + [(n, "bwd", BWD_CONFIGS) for n in (1, 300, 8192)]:
-        cfg = norm_config(4096, n, direction, device, n_sums=2)
+        cfg = norm_config(4096, n, direction, device)
         assert not cfg.tiled and cfg.block_n >= n and cfg.block_n <= table[-1][0]
         assert 1 <= cfg.programs <= -(-4096 // cfg.rows)
     for n, direction in [(32768, "fwd"), (65536, "fwd"), (16384, "bwd"), (65536, "bwd")]:
-        cfg = norm_config(4096, n, direction, device, n_sums=2)
+        cfg = norm_config(4096, n, direction, device)
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (1 if direction == "fwd" else 2)
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
 

@@ -14,7 +14,9 @@ otherwise. It saves ``mean`` and ``rstd`` (float32, one per row) for the backwar
 The backward pass runs a persistent grid: each program owns a contiguous group of rows, computes
 their ``dx``, and adds ``dy * x̂`` (for ``dweight``) and ``dy`` (for ``dbias``) into float32
 accumulators it keeps across its rows; it writes one partial row per program, and a small second
-kernel sums the partial rows. No program ever waits for another.
+kernel sums the partial rows. No program ever waits for another. Rows too long for registers split
+into column tiles: a first kernel writes each tile's share of the two row sums ``dx`` needs (and
+the weight gradients' partial rows), a second reads the rows again and writes ``dx``.
 """
 
 from __future__ import annotations
@@ -219,8 +221,8 @@ def norm_bwd_kernel(
     col_mask = cols < N
     if HAS_W:
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
-    dw_acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
-    db_acc = tl.zeros((ROWS, BLOCK_N), tl.float32)
+    dw_acc = tl.zeros((BLOCK_N,), tl.float32)
+    db_acc = tl.zeros((BLOCK_N,), tl.float32)
     row_start = pid.to(tl.int64) * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
     for first_row in tl.range(row_start, row_end, ROWS, num_stages=NUM_STAGES):
@@ -249,89 +251,113 @@ def norm_bwd_kernel(
             c2 = tl.sum(wdy, axis=1) / N
             dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
         tl.store(dx_ptr + rows[:, None] * stride_dx + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        # dy is 0 on masked lanes, so they add nothing.
+        # dy is 0 on masked lanes, so they add nothing. Summing the tile's rows at once keeps the
+        # accumulators one row long: fewer registers a thread, more programs an SM.
         if DW:
-            dw_acc += dy * xhat
+            dw_acc += tl.sum(dy * xhat, axis=0)
         if DB:
-            db_acc += dy
+            db_acc += tl.sum(dy, axis=0)
     part = pid.to(tl.int64) * N + cols
     if DW:
-        tl.store(dw_part_ptr + part, tl.sum(dw_acc, axis=0), mask=col_mask)
+        tl.store(dw_part_ptr + part, dw_acc, mask=col_mask)
     if DB:
-        tl.store(db_part_ptr + part, tl.sum(db_acc, axis=0), mask=col_mask)
+        tl.store(db_part_ptr + part, db_acc, mask=col_mask)
 
 
 @triton.jit
-def norm_bwd_tiled_kernel(
-    x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr,
-    M, N, stride_x, stride_dy, stride_dx, rows_per_program,
+def norm_bwd_sums_kernel(
+    x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, sums_ptr, dw_part_ptr, db_part_ptr,
+    M, N, stride_x, stride_dy, rows_per_program,
     RMS: tl.constexpr, HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
-    ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):
-    # Rows too long for registers. Same ownership as norm_bwd_kernel, ROWS rows at a time: pass 1
-    # over the rows' [ROWS, BLOCK_N] tiles computes the two row sums dx needs, pass 2 re-reads the
-    # tiles (from L2, mostly), writes dx and adds the tiles' column sums into the program's own
-    # partial rows: one read-modify-write of the partial rows per ROWS rows, kept in L2 by the
-    # launcher's choice of the number of programs. A program alone writes its partial rows: no atomics.
-    pid = tl.program_id(0)
-    offs = tl.arange(0, BLOCK_N)
-    part_row = pid.to(tl.int64) * N
-    row_start = pid.to(tl.int64) * rows_per_program
+    # Rows too long for registers, first of two passes. Program (c, r) takes column tile c of the
+    # rows [r * rows_per_program, (r + 1) * rows_per_program). For each row it writes its tile's
+    # share of the two row sums dx needs (sums[0 or 1, row, c]); over its rows it adds up dy * x̂
+    # and dy per column and writes them as row r of the partial buffers. x̂ needs only the forward's
+    # statistics, so nothing here waits for another program.
+    pid_c = tl.program_id(0)
+    pid_r = tl.program_id(1)
+    n_tiles = tl.num_programs(0)
+    cols = pid_c * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    if HAS_W:
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros((BLOCK_N,), tl.float32)
+    db_acc = tl.zeros((BLOCK_N,), tl.float32)
+    row_start = pid_r.to(tl.int64) * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
-    if DW or DB:  # start the program's partial rows at zero
-        for start in tl.range(0, N, BLOCK_N):
-            cols = start + offs
-            if DW:
-                tl.store(dw_part_ptr + part_row + cols, tl.zeros((BLOCK_N,), tl.float32), mask=cols < N)
-            if DB:
-                tl.store(db_part_ptr + part_row + cols, tl.zeros((BLOCK_N,), tl.float32), mask=cols < N)
-    for first_row in tl.range(row_start, row_end, ROWS):
+    for first_row in tl.range(row_start, row_end, ROWS, num_stages=NUM_STAGES):
         rows = first_row + tl.arange(0, ROWS)
         row_mask = rows < row_end
-        x_rows = x_ptr + rows[:, None] * stride_x
-        dy_rows = dy_ptr + rows[:, None] * stride_dy
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)[:, None]
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
         if RMS:
-            mean = tl.zeros((ROWS, 1), tl.float32)
+            xhat = x * rstd[:, None]
         else:
-            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)[:, None]
-        acc1 = tl.zeros((ROWS, BLOCK_N), tl.float32)
-        acc2 = tl.zeros((ROWS, BLOCK_N), tl.float32)
-        for start in tl.range(0, N, BLOCK_N):
-            cols = (start + offs)[None, :]
-            mask = row_mask[:, None] & (cols < N)
-            x = tl.load(x_rows + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            wdy = tl.load(dy_rows + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            if HAS_W:
-                wdy = wdy * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
-            acc1 += tl.where(mask, (x - mean) * rstd, 0.0) * wdy
-            acc2 += wdy
-        c1 = (tl.sum(acc1, axis=1) / N)[:, None]
-        c2 = (tl.sum(acc2, axis=1) / N)[:, None]
-        for start in tl.range(0, N, BLOCK_N):
-            cols = (start + offs)[None, :]
-            mask = row_mask[:, None] & (cols < N)
-            x = tl.load(x_rows + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-            dy = tl.load(dy_rows + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-            xhat = tl.where(mask, (x - mean) * rstd, 0.0)
-            if HAS_W:
-                wdy = dy * tl.load(w_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
-            else:
-                wdy = dy
-            if RMS:
-                dx = (wdy - xhat * c1) * rstd
-            else:
-                dx = (wdy - (xhat * c1 + c2)) * rstd
-            tl.store(dx_ptr + rows[:, None] * stride_dx + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-            part_cols = start + offs
-            if DW:
-                dw_ptrs = dw_part_ptr + part_row + part_cols
-                prev = tl.load(dw_ptrs, mask=part_cols < N, other=0.0, eviction_policy="evict_last")
-                tl.store(dw_ptrs, prev + tl.sum(dy * xhat, axis=0), mask=part_cols < N)
-            if DB:
-                db_ptrs = db_part_ptr + part_row + part_cols
-                prev = tl.load(db_ptrs, mask=part_cols < N, other=0.0, eviction_policy="evict_last")
-                tl.store(db_ptrs, prev + tl.sum(dy, axis=0), mask=part_cols < N)
+            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+        if HAS_W:
+            wdy = dy * w[None, :]
+        else:
+            wdy = dy
+        tl.store(sums_ptr + rows * n_tiles + pid_c, tl.sum(xhat * wdy, axis=1), mask=row_mask)
+        if not RMS:
+            tl.store(sums_ptr + (M + rows) * n_tiles + pid_c, tl.sum(wdy, axis=1), mask=row_mask)
+        if DW:
+            dw_acc += tl.sum(dy * xhat, axis=0)
+        if DB:
+            db_acc += tl.sum(dy, axis=0)
+    part = pid_r.to(tl.int64) * N + cols
+    if DW:
+        tl.store(dw_part_ptr + part, dw_acc, mask=col_mask)
+    if DB:
+        tl.store(db_part_ptr + part, db_acc, mask=col_mask)
+
+
+@triton.jit
+def norm_bwd_dx_kernel(
+    x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, sums_ptr,
+    M, N, stride_x, stride_dy, stride_dx, rows_per_program,
+    RMS: tl.constexpr, HAS_W: tl.constexpr,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, TILES: tl.constexpr, NUM_STAGES: tl.constexpr,
+):
+    # Second pass, over the same tiles as norm_bwd_sums_kernel: add up each row's shares of the two
+    # sums (TILES: the number of column tiles rounded up to a power of two), then write dx.
+    pid_c = tl.program_id(0)
+    pid_r = tl.program_id(1)
+    n_tiles = tl.num_programs(0)
+    cols = pid_c * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    tiles = tl.arange(0, TILES)
+    if HAS_W:
+        w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    row_start = pid_r.to(tl.int64) * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    for first_row in tl.range(row_start, row_end, ROWS, num_stages=NUM_STAGES):
+        rows = first_row + tl.arange(0, ROWS)
+        row_mask = rows < row_end
+        mask = row_mask[:, None] & col_mask[None, :]
+        share_mask = row_mask[:, None] & (tiles < n_tiles)[None, :]
+        shares = rows[:, None] * n_tiles + tiles[None, :]
+        c1 = tl.sum(tl.load(sums_ptr + shares, mask=share_mask, other=0.0), axis=1) / N
+        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        if HAS_W:
+            wdy = dy * w[None, :]
+        else:
+            wdy = dy
+        if RMS:
+            dx = (wdy - x * rstd[:, None] * c1[:, None]) * rstd[:, None]
+        else:
+            c2 = tl.sum(tl.load(sums_ptr + M * n_tiles + shares, mask=share_mask, other=0.0), axis=1) / N
+            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+            xhat = (x - mean[:, None]) * rstd[:, None]
+            dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
+        tl.store(dx_ptr + rows[:, None] * stride_dx + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -379,13 +405,13 @@ BWD_CONFIGS = ((128, 16, 4), (256, 8, 4), (512, 4, 4), (1024, 2, 16), (2048, 1, 
 # takes one row at a time; the backward takes two, which halves its updates of the partial sums.
 FWD_TILED = (8192, 1, 16)
 BWD_TILED = (2048, 2, 8)
-# The tiled backward re-reads each group of rows from L2 and updates its partial rows there: the
-# launcher caps the programs so that their partial rows and current rows fit this share of L2.
-TILED_L2_SHARE = 0.5
+# The tiled backward's grid is column tiles by row groups; it launches about this many times as many
+# programs as the GPU runs at once.
+TILED_BWD_WAVES = 2
 # sum_partials_kernel's tile: BLOCK_P partial rows by BLOCK_C columns.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS = 16, 256, 4
 # Interpreter mode has no GPU to ask: a few "SMs" are enough to exercise the persistent loops.
-INTERPRETER_SMS, INTERPRETER_L2 = 4, 1 << 20
+INTERPRETER_SMS = 4
 
 
 @dataclass(frozen=True)
@@ -394,11 +420,13 @@ class NormConfig:
 
     Attributes:
         block_n: columns per tile, a power of two; ``block_n >= N`` keeps whole rows in registers,
-            smaller values stream longer rows through two passes over tiles.
+            smaller values stream longer rows through tiles (the forward in two passes over each
+            row; the backward in two kernels, over column tiles of groups of rows).
         rows: rows per tile.
         num_warps: warps per program.
-        programs: programs launched (fewer than the tiles: a persistent grid, each handles several).
-        num_stages: software-pipelining depth of the loop over rows (1: none; register path only).
+        programs: programs launched (fewer than the tiles: a persistent grid, each handles several);
+            for the tiled backward, the row groups each column tile is split into.
+        num_stages: software-pipelining depth of the loops over rows (1: none; not the tiled forward).
         tiled: True when rows are streamed through tiles rather than held in registers.
     """
 
@@ -411,12 +439,11 @@ class NormConfig:
 
 
 @functools.cache
-def _device_info(device: torch.device) -> tuple[int, int]:
-    """(SM count, L2 bytes) of a CUDA device; small stand-ins in interpreter mode."""
+def _sm_count(device: torch.device) -> int:
+    """SM count of a CUDA device; a small stand-in in interpreter mode."""
     if device.type != "cuda":
-        return INTERPRETER_SMS, INTERPRETER_L2
-    props = torch.cuda.get_device_properties(device)
-    return props.multi_processor_count, props.L2_cache_size
+        return INTERPRETER_SMS
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _power_of_two(name: str, value: int) -> None:
@@ -436,7 +463,6 @@ def norm_config(
     direction: Direction,
     device: torch.device | str,
     *,
-    n_sums: int = 0,
     itemsize: int = 2,
     per_sm: int | None = None,
     block_n: int | None = None,
@@ -453,9 +479,8 @@ def norm_config(
     rows of up to ``FWD_ONE_TILE_MAX_N[itemsize]`` columns. Otherwise the grid is persistent:
     ``programs`` defaults to ``per_sm`` programs per SM (the launchers measure it with
     :func:`programs_per_sm`; left at None, an estimate from ``num_warps``), never more than there
-    are tiles. ``itemsize`` is the bytes per element of ``x``; with ``n_sums`` (the number of weight
-    gradients the backward accumulates: 0, 1 or 2) it also caps the programs of the tiled backward,
-    whose working set must stay in L2.
+    are tiles. The tiled backward's ``programs`` counts row groups per column tile, by default
+    enough for ``TILED_BWD_WAVES`` full waves. ``itemsize`` is the bytes per element of ``x``.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -469,7 +494,7 @@ def norm_config(
     whole_row = next_power_of_2(max(N, 1))
     if block_n is None:
         block_n = whole_row if whole_row <= table[-1][0] else tiled_default[0]
-    sms, l2 = _device_info(torch.device(device))
+    sms = _sm_count(torch.device(device))
     if block_n >= N:  # whole rows in registers
         default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, table[-1][2]))
         rows = rows or default_rows
@@ -484,11 +509,10 @@ def norm_config(
         if direction == "fwd" and rows != 1:
             raise ValueError(f"the tiled forward takes one row at a time (rows=1), got rows={rows}")
         tiles = cdiv(M, rows)
-        default_programs = sms * (per_sm or max(1, 16 // num_warps))
-        if direction == "bwd":
-            per_program = N * (4 * n_sums + 2 * rows * itemsize)  # partial rows + the rows re-read
-            default_programs = max(1, min(default_programs, int(l2 * TILED_L2_SHARE) // per_program))
-        programs = programs or default_programs
+        resident = sms * (per_sm or max(1, 16 // num_warps))
+        if direction == "bwd":  # row groups per column tile: enough for TILED_BWD_WAVES full waves
+            programs = programs or cdiv(TILED_BWD_WAVES * resident, cdiv(N, block_n))
+        programs = programs or resident
     return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N)
 
 
@@ -599,30 +623,40 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     if m == 0 or n == 0:
         grads.zero_()  # no rows: the weight gradients are sums of nothing
         return dx, dw, db
-    sizes = {"n_sums": len(sums), "itemsize": x.element_size()}
+    sizes = {"itemsize": x.element_size()}
     cfg = norm_config(m, n, "bwd", x.device, **sizes, **knobs)
     x2, dy2, dx2 = _as_rows(x, n), _as_rows(dy, n), dx.view(-1, n)
     w = weight.contiguous() if weight is not None else x2
     stats = mean if mean is not None else rstd
     consts = {"RMS": rms, "HAS_W": weight is not None, "DW": dw is not None, "DB": db is not None,
-              "ROWS": cfg.rows, "BLOCK_N": cfg.block_n}
-    kernel = norm_bwd_tiled_kernel if cfg.tiled else norm_bwd_kernel
-    if not cfg.tiled:
-        consts["NUM_STAGES"] = cfg.num_stages
+              "ROWS": cfg.rows, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages}
+    n_tiles = cdiv(n, cfg.block_n)  # 1 on the register path
+    row_sums = torch.empty((1 if rms else 2, m, n_tiles) if cfg.tiled else (1,), dtype=torch.float32, device=x.device)
 
     def arguments(programs: int, partials: torch.Tensor) -> tuple:
         rows_per_program = cdiv(cdiv(m, cfg.rows), programs) * cfg.rows
         dw_part = partials[0] if dw is not None else partials
         db_part = partials[-1] if db is not None else partials
+        if cfg.tiled:
+            return (x2, dy2, w, stats, rstd, row_sums, dw_part, db_part, m, n, x2.stride(0), dy2.stride(0), rows_per_program)
         return (x2, dy2, dx2, w, stats, rstd, dw_part, db_part, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program)
 
+    kernel = norm_bwd_sums_kernel if cfg.tiled else norm_bwd_kernel
     if knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, arguments(cfg.programs, rstd[None]), consts, cfg.num_warps, x.device)
         cfg = norm_config(m, n, "bwd", x.device, per_sm=per_sm, **sizes, **knobs)
     rows_per_program = cdiv(cdiv(m, cfg.rows), cfg.programs) * cfg.rows
     programs = cdiv(m, rows_per_program)  # every program launched owns at least one row
     partials = torch.empty((len(sums), programs, n), dtype=torch.float32, device=x.device)
-    kernel[(programs,)](*arguments(programs, partials), **consts, num_warps=cfg.num_warps)
+    # The tiled path's grid: (column tiles, row groups); the register path's: (row groups,).
+    grid = (n_tiles, programs) if cfg.tiled else (programs,)
+    kernel[grid](*arguments(programs, partials), **consts, num_warps=cfg.num_warps)
+    if cfg.tiled:
+        norm_bwd_dx_kernel[grid](
+            x2, dy2, dx2, w, stats, rstd, row_sums, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program,
+            RMS=rms, HAS_W=weight is not None, ROWS=cfg.rows, BLOCK_N=cfg.block_n, TILES=next_power_of_2(n_tiles),
+            NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
+        )
     if sums:
         grid = (cdiv(n, SUM_BLOCK_C), len(sums))
         sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=SUM_BLOCK_C, num_warps=SUM_WARPS)
