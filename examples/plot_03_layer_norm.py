@@ -244,7 +244,10 @@ except ValueError as err:
 # ``tritonperf`` launches a persistent grid of ``P`` programs (as many as run at once). Program ``p``
 # owns a contiguous group of rows; it computes their ``dx`` and accumulates its share of
 # ``dw`` and ``db`` in float32 **registers** across all of its rows, then writes it once, as row
-# ``p`` of a ``[P, N]`` float32 buffer. No program ever waits for another.
+# ``p`` of a ``[P, N]`` float32 buffer. No program ever waits for another. Each tile's column sums
+# are taken before they are added, so the accumulators are one row long whatever the tile's
+# height, and the loop over rows is pipelined three stages deep: while one tile is reduced, the
+# loads of the next two are in flight.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_bwd_kernel
@@ -265,15 +268,20 @@ for n in (1024, 4096, 8192):
           f"partial sums {partial / 2**20:.1f} MiB against {tritonperf.layer_norm_bytes(M, n, torch.float16, 'bwd') / 2**20:,.0f} MiB")
 
 # %%
-# The registers hold ``x``, ``dy`` and both accumulators, so whole rows stay in registers only
-# up to 8192 columns (the backward's own table below). Longer rows go through a tiled kernel: two
-# rows at a time, two passes over their tiles, the second one reading from L2; the program adds
-# each pair's column sums into partial rows in memory that it alone writes, and the launcher caps
-# ``P`` so that those partial rows and the rows being re-read stay in L2.
+# The registers hold ``x``, ``dy``, the weight and both accumulators, so whole rows stay in
+# registers only up to 8192 columns (the backward's own table below). Longer rows are cut into
+# column tiles, and each program takes one column tile of a group of rows. ``dx`` needs two sums
+# over the whole row, which no such program sees, so it takes two kernels. The first writes each
+# tile's share of the two row sums (a few bytes per tile and row) and, since ``xhat`` only needs
+# the forward's statistics, the partial rows of ``dw`` and ``db``. The second adds up the shares
+# and writes ``dx``. Rows of 16384 columns and more cannot stay in L2 between the two, so ``x``
+# and ``dy`` are read twice: five bytes moved for every three the pass must move, which caps this
+# path near 3/5 of the copy ceiling.
 
-print("BLOCK_N up to  rows/tile  warps")
+print("BLOCK_N up to  rows/tile  warps  stages (float16)")
 for block, rows_per_tile, warps in BWD_CONFIGS:
-    print(f"{block:>13} {rows_per_tile:>10} {warps:>6}")
+    stages = norm_config(M, block, "bwd", DEVICE).num_stages
+    print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {stages:>7}")
 
 # %%
 # Checking the gradients against float64 autograd through the reference: ``dx`` against the

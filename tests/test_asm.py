@@ -44,7 +44,7 @@ def softmax_fused() -> asm.CompiledText:
     plan = softmax.softmax_plan(4096, 4096, torch.float16)
     assert plan.path == "fused"
     sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
-    consts = {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "NUM_STAGES": plan.num_stages}
+    consts = {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "NUM_STAGES": plan.num_stages, "ONE_BLOCK": True}
     return asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, consts, num_warps=plan.num_warps,
                                   num_stages=plan.num_stages, divisible_by_16=list(sig))
 
@@ -142,7 +142,7 @@ def test_interpreter_and_compiler_take_turns(monkeypatch):
     assert out[:10].tolist() == [(i + 1) // 2 + 15 for i in range(10)]
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")  # compile for real, not from Triton's cache
     sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
-    again = asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, {"BLOCK_N": 128, "ROWS": 8, "NUM_STAGES": 1},
+    again = asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, {"BLOCK_N": 128, "ROWS": 8, "NUM_STAGES": 1, "ONE_BLOCK": True},
                                    num_warps=2, num_stages=1)
     assert again.ttgir.count('"tt.reduce"') == 2
     x, y = torch.randn(1000), torch.randn(1000)

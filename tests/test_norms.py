@@ -16,8 +16,12 @@ from tritonperf import runtime
 from tritonperf.bench.records import SCHEMA
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
+    BWD_NUM_STAGES,
+    BWD_SHARED_BYTES,
+    BWD_TILED,
     FWD_CONFIGS,
     FWD_ONE_TILE_MAX_N,
+    FWD_TILED,
     layer_norm,
     layer_norm_bwd,
     layer_norm_bytes,
@@ -351,8 +355,18 @@ def test_default_configs(device):
         assert 1 <= cfg.programs <= -(-4096 // cfg.rows)
     for n, direction in [(32768, "fwd"), (65536, "fwd"), (16384, "bwd"), (65536, "bwd")]:
         cfg = norm_config(4096, n, direction, device)
-        assert cfg.tiled and cfg.block_n < n and cfg.rows == (1 if direction == "fwd" else 2)
+        assert cfg.tiled and cfg.block_n < n and cfg.rows == (FWD_TILED if direction == "fwd" else BWD_TILED)[1]
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
+
+
+def test_backward_stages_fit_shared_memory(device):
+    # Each stage past the first buffers a [rows, block_n] tile of x and of dy in shared memory.
+    for itemsize, rows, stages in [(2, 1, BWD_NUM_STAGES), (4, 1, BWD_NUM_STAGES), (4, 2, 2), (4, 8, 1)]:
+        cfg = norm_config(4096, 8192, "bwd", device, itemsize=itemsize, rows=rows)
+        assert cfg.num_stages == stages
+        assert (cfg.num_stages - 1) * 2 * rows * 8192 * itemsize <= BWD_SHARED_BYTES
+    assert norm_config(4096, 8192, "bwd", device, itemsize=4, rows=8, num_stages=3).num_stages == 3  # the knob wins
+    assert norm_config(4096, 8192, "fwd", device).num_stages == 1
 
 
 def test_forward_grid(device):

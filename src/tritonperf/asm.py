@@ -611,7 +611,7 @@ def _excerpt_compilations() -> dict[str, CompiledText]:
         "vector_add_any_n": compile_for_hopper(vector_add.add_kernel, *add, num_warps=vector_add.DEFAULT_NUM_WARPS),
         "softmax": compile_for_hopper(
             softmax.softmax_fwd_kernel, rows,
-            {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "NUM_STAGES": plan.num_stages},
+            {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "NUM_STAGES": plan.num_stages, "ONE_BLOCK": True},
             num_warps=plan.num_warps, num_stages=plan.num_stages, divisible_by_16=[*rows],
         ),
         # A contiguous 4096 x 4096 matrix: unit column stride (a launch makes that argument a constant), no masks.

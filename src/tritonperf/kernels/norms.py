@@ -381,8 +381,7 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # Rows held in registers: (largest BLOCK_N, rows per tile, num_warps); the first line whose BLOCK_N
 # covers next_power_of_2(N) applies. Short rows are grouped so a tile holds >= 4096 elements (8 KiB
 # in half precision); warps grow with the tile so each thread holds 16-32 elements, enough for
-# 16-byte loads without spilling (compiled for sm_90, 32768 columns in 32 warps spill). The backward
-# holds four such arrays (x, dy and two accumulators), hence its smaller tiles.
+# 16-byte loads without spilling (compiled for sm_90, 32768 columns in 32 warps spill).
 # The 1024 and 8192 entries come from a sweep on an H200, the forward's 4096 entry from one on an
 # H100 (triton 3.6; 4, 8 or 16 warps, 1, 2 or 4 rows, in float16 and float32); the others are
 # estimates that keep about 16 elements a thread.
@@ -400,16 +399,30 @@ FWD_CONFIGS = (
 # 0.91 of the copy ceiling at 4096 x 8192, 0.86 -> 0.94 at 16384 x 8192), and, once long rows took
 # the 1-D path above, at every register-held row length.
 FWD_ONE_TILE_MAX_N = {2: 16384, 4: 16384}
-BWD_CONFIGS = ((128, 16, 4), (256, 8, 4), (512, 4, 4), (1024, 2, 16), (2048, 1, 4), (4096, 2, 8), (8192, 1, 8))
-# Longer rows, streamed in two passes over tiles: (BLOCK_N, rows per tile, num_warps). The forward
-# takes one row at a time; the backward takes two, which halves its updates of the partial sums.
+# The backward's table and BWD_TILED come from a sweep on an H200 (triton 3.6, commit a6e1388; layer
+# norm float16, 4096 rows of 256 ... 65536 and 16384 rows of 5120; 1-64 rows, 4-16 warps, 1-3
+# stages, checked in float32 and for RMS norm). Every winner holds 8192 elements a tile, except at
+# 256 columns; 128, 512 and 2048 follow that rule unmeasured. Fractions of the copy ceiling, best
+# against the previous table's (all at one stage): 4096 x 4096 0.65 (0.49), 4096 x 8192 0.75
+# (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
+BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
+# The backward pipelines its loops over rows this deep (three stages won at nearly every shape of
+# the sweep), as far as two buffers of x and dy per extra stage fit this much shared memory.
+BWD_NUM_STAGES = 3
+BWD_SHARED_BYTES = 192 * 1024
+# Longer rows, streamed through tiles: (BLOCK_N, rows per tile, num_warps). Backward sweep, same
+# run: float16 4096 x 65536 0.57 of the ceiling (0.35 before the two-kernel split), 4096 x 16384 0.50
+# (0.43); that split reads x and dy twice, which caps it near 3/5 of the ceiling.
 FWD_TILED = (8192, 1, 16)
-BWD_TILED = (2048, 2, 8)
+BWD_TILED = (2048, 1, 4)
 # The tiled backward's grid is column tiles by row groups; it launches about this many times as many
 # programs as the GPU runs at once.
 TILED_BWD_WAVES = 2
-# sum_partials_kernel's tile: BLOCK_P partial rows by BLOCK_C columns.
+# sum_partials_kernel's tile: BLOCK_P partial rows by at most SUM_BLOCK_C columns, fewer when that
+# would leave SMs idle: the sum is short, and a few programs each walking hundreds of partial rows
+# made it a sizeable share of the backward at 4096 columns.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS = 16, 256, 4
+SUM_MIN_BLOCK_C = 32
 # Interpreter mode has no GPU to ask: a few "SMs" are enough to exercise the persistent loops.
 INTERPRETER_SMS = 4
 
@@ -513,6 +526,8 @@ def norm_config(
         if direction == "bwd":  # row groups per column tile: enough for TILED_BWD_WAVES full waves
             programs = programs or cdiv(TILED_BWD_WAVES * resident, cdiv(N, block_n))
         programs = programs or resident
+    if num_stages is None and direction == "bwd":
+        num_stages = min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
     return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N)
 
 
@@ -658,8 +673,10 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
             NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
         )
     if sums:
-        grid = (cdiv(n, SUM_BLOCK_C), len(sums))
-        sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=SUM_BLOCK_C, num_warps=SUM_WARPS)
+        sms = _sm_count(x.device)
+        block_c = max(SUM_MIN_BLOCK_C, min(SUM_BLOCK_C, next_power_of_2(cdiv(n * len(sums), 2 * sms))))
+        grid = (cdiv(n, block_c), len(sums))
+        sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=block_c, num_warps=SUM_WARPS)
     return dx, dw, db
 
 
