@@ -138,10 +138,13 @@ print("step 2 matches the reference")
 #   (up to 32 warps, 1024 threads, for the longest rows held in registers);
 # * **several rows per program when rows are short**: a 256-column row is 512 bytes of float16,
 #   too little for a program to keep the memory system busy, so short rows are packed into
-#   2-D blocks of about 2048 elements;
+#   2-D blocks of about ``FUSED_ELEMENTS`` elements, whose loads are marked ``evict_first`` (each
+#   byte is read once, so it need not stay in L2);
+# * rows of a program each are held as 1-D vectors, without the hint: in an H200 comparison the
+#   2-D ``[1, BLOCK_N]`` form and the hint both made long rows slower;
 # * a launch loop that lets the same kernel run on a **persistent grid** (fewer programs than
-#   row blocks, each looping), a knob to try; by default there is one program per block;
-# * loads marked ``evict_first``: each byte is read once, so it need not stay in L2;
+#   row blocks, each looping), a knob to try; by default there is one program per block, and the
+#   kernel is compiled without the loop (``ONE_BLOCK``);
 # * row offsets in 64-bit integers, so tensors of more than 2\ :sup:`31` elements work.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
@@ -252,7 +255,9 @@ for path, knobs in [("fused", {}), ("online", dict(max_fused_n=64, tile_n=64, sp
 # Only the output ``y`` is needed, not ``x``: the forward pass saves ``y``, and the backward pass
 # is the same shape of kernel with a dot product instead of a maximum. It reads ``y`` and ``dy``
 # and writes ``dx``, ``3 * M * N * itemsize`` bytes; long rows take the same online route, a
-# first pass for the dot product and a second for ``dx``.
+# first pass for the dot product and a second for ``dx``. Its warps follow their own rule from
+# ``BWD_WIDE_ROW`` columns on: one warp per ``BWD_COLUMNS_PER_WARP`` columns, at most
+# ``BWD_MAX_WARPS``, fewer than the forward's rule gives for two tensors per row.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: softmax_bwd_kernel

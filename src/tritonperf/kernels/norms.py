@@ -382,16 +382,19 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # covers next_power_of_2(N) applies. Short rows are grouped so a tile holds >= 4096 elements (8 KiB
 # in half precision); warps grow with the tile so each thread holds 16-32 elements, enough for
 # 16-byte loads without spilling (compiled for sm_90, 32768 columns in 32 warps spill).
-# The 1024 and 8192 entries come from a sweep on an H200, the forward's 4096 entry from one on an
-# H100 (triton 3.6; 4, 8 or 16 warps, 1, 2 or 4 rows, in float16 and float32); the others are
-# estimates that keep about 16 elements a thread.
+# The forward's 128, 512 and 2048 entries are estimates that keep about 16 elements a thread.
 # The 8192 and 16384 forward entries (4 and 8 warps, one row a program, the 1-D path) come from
 # H200 comparisons (triton 3.6). Measured with this kernel at commit ec12c36, as fractions of the copy
 # ceiling, against the recorded run of commit 3515e24 (8 and 16 warps, persistent, 2-D tiles):
 # float16 16384 x 8192 0.955 (0.834), 4096 x 16384 0.881 (0.586), 16384 x 5120 0.792 (0.709);
 # float32 16384 x 5120 0.953 (0.778). Two runs, so a few percent of each difference is spread.
+# The 256, 1024 and 4096 entries were re-measured by an interleaved comparison on an H200 (commit
+# 8b92fe4, layer norm, float16 and float32): at 4096 columns one row in 8 warps ran 0.91 / 0.94 of
+# the ceiling with 16384 rows (2 rows in 4 warps: 0.88 / 0.91), but 0.76 against 0.79 in float16 with
+# 4096 rows; 1024 columns in 4-row tiles of 2 warps 0.68 in float16 (0.61); 256 columns in 8-row
+# tiles 0.32 / 0.45 (0.31 / 0.41).
 FWD_CONFIGS = (
-    (128, 32, 4), (256, 16, 4), (512, 8, 4), (1024, 2, 4), (2048, 2, 8), (4096, 2, 4), (8192, 1, 4), (16384, 1, 8),
+    (128, 32, 4), (256, 8, 4), (512, 8, 4), (1024, 4, 2), (2048, 2, 8), (4096, 1, 8), (8192, 1, 4), (16384, 1, 8),
 )
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and

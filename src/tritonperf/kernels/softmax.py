@@ -309,6 +309,14 @@ def softmax_bwd_split_kernel(
 MAX_FUSED_N = 32768  # longest row held in registers; longer rows take the online path
 FUSED_ELEMENTS = 1024  # short rows are packed into one program until it holds this many elements
 ELEMENTS_PER_THREAD = 16  # fused path: num_warps is chosen so each thread holds about this many per tensor
+# The fused backward's long rows (BWD_WIDE_ROW columns and more) instead take one warp per
+# BWD_COLUMNS_PER_WARP columns, rounded down to a power of two, at most BWD_MAX_WARPS. From an
+# interleaved H200 comparison (triton 3.6, 4096 and 16384 rows): the rule above gave 32 warps from
+# 8192 columns on, and at 5120 16-bit columns 0.79 of the copy ceiling against 0.93-0.94 with 8
+# warps; at 32768 16-bit columns 0.90 against 1.00 with 16.
+BWD_WIDE_ROW = 4096
+BWD_COLUMNS_PER_WARP = 512
+BWD_MAX_WARPS = 16
 MAX_ROWS_PER_PROGRAM = 64
 # Online path, from a sweep on an H200 (tiles of 4096 or 8192, 8 or 16 warps, 2 or 3 stages): 8192-wide
 # tiles, 3 stages, 16 warps forward and 8 backward were best or within noise of it at every long shape.
@@ -409,13 +417,15 @@ def softmax_plan(
         device: the device the launch runs on (its SM count and L2 size size the grid).
         max_fused_n: longest row held in registers in one pass; longer rows go online.
         rows_per_program: fused path: rows per program, a power of two (default: enough rows
-            for about 2048 elements per program, one row from 2048 columns up).
+            for about ``FUSED_ELEMENTS`` elements per program, one row from that many columns up).
         num_warps: warps per program, a power of two up to 32 (default: fused, about 16
-            elements per thread per tensor, 1 … 32 warps; online, 8).
-        num_stages: pipelining depth of the loops (default: 1 fused, 2 online).
+            elements per thread per tensor, 1 … 32 warps, except for the backward's rows of
+            ``BWD_WIDE_ROW`` columns and more, see ``BWD_COLUMNS_PER_WARP``; online, 16 forward
+            and 8 backward).
+        num_stages: pipelining depth of the loops (default: 1 fused, ``ONLINE_NUM_STAGES`` online).
         programs_per_sm: a persistent grid of this many programs per SM (default: fused, one
             program per block of rows; online, as many rows in flight as fit in half of L2).
-        tile_n: online path: tile width, a power of two (default: 4096).
+        tile_n: online path: tile width, a power of two (default: ``ONLINE_TILE_N``).
         split: online path: chunks per row (default: 1 when there are at least as many rows as
             SMs, otherwise enough chunks for about two programs per SM).
     """
@@ -427,7 +437,11 @@ def softmax_plan(
     if n_cols <= max_fused_n:
         block_n = next_power_of_2(n_cols)
         rows = rows_per_program or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
-        warps = num_warps or _clamp(next_power_of_2(max(1, rows * block_n * n_tensors // (32 * ELEMENTS_PER_THREAD))), 1, 32)
+        if direction == "bwd" and n_cols >= BWD_WIDE_ROW:
+            wide = 1 << ((n_cols // BWD_COLUMNS_PER_WARP).bit_length() - 1)  # a power of two, rounded down
+            warps = num_warps or min(wide, BWD_MAX_WARPS)
+        else:
+            warps = num_warps or _clamp(next_power_of_2(max(1, rows * block_n * n_tensors // (32 * ELEMENTS_PER_THREAD))), 1, 32)
         n_blocks = cdiv(n_rows, rows)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols)
