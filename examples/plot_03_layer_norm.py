@@ -355,14 +355,16 @@ for doc, live in results:
 # * **Step 1 → step 2**: more warps for long rows is what keeps step 1 from spilling registers
 #   at 65536 columns (step 1 spills so much there that the benchmark leaves it out). Below
 #   that, read the plots rather than the rule: in the recorded H200 run, step 1's four warps
-#   are *faster* than step 2 from 4096 to 16384 columns, and level with or faster than
-#   ``tritonperf``'s forward there too. The final kernel's choice of warps for those lengths is
-#   not yet the best one, and the table says so.
+#   are *faster* than step 2 for 16-bit rows of 4096 to 16384 columns. Warps are not the whole
+#   story: the final forward holds those rows 1-D, one per program, with the table's 4 to 8
+#   warps, and is level with step 1 up to 8192 columns and ahead of it at 16384.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
 #   2048 columns, where one row is too little work for a program; the two-pass path carries the
 #   speed to rows too long for registers.
-# * **Backward step 1 → tritonperf**: the atomics' queue is the whole difference. The partial-sum
-#   scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no waiting.
+# * **Backward step 1 → tritonperf**: the atomics' queue is most of the difference. The
+#   partial-sum scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no
+#   waiting; pipelining the loop over rows gives the rest. Rows of 16384 columns and more take
+#   the two-kernel path, which reads ``x`` and ``dy`` twice and stays near 3/5 of the ceiling.
 #
 # Takeaways
 # ---------

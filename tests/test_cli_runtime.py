@@ -148,31 +148,41 @@ def test_bench_keeps_going_past_a_failing_case(sample_doc, tmp_path, monkeypatch
 
 
 def test_interleave_soaks_then_takes_turns():
-    # Stand-in timers log what interleave asks of them: every one soaks, then rounds take turns,
-    # each round starting one further along, and every timer gets its share of replays.
+    # Stand-in timers log what interleave asks of them: every one soaks, then each round times
+    # every timer once, each block after a warm-up of its own, in an order that varies between
+    # rounds and repeats between runs; every timer gets its share of replays.
     from tritonperf.bench.timing import interleave
 
-    log = []
+    def run(seed):
+        log = []
 
-    class Timer:
-        def __init__(self, name, replays):
-            self.name, self.replays, self.samples = name, replays, []
+        class Timer:
+            def __init__(self, name, replays):
+                self.name, self.replays, self.samples = name, replays, []
 
-        def soak(self, ms):
-            log.append(("soak", self.name, ms))
+            def soak(self, ms):
+                log.append(("soak", self.name, ms))
 
-        def time(self, replays):
-            log.append((self.name, replays))
-            self.samples += [float(len(log))] * replays
+            def time(self, replays):
+                log.append((self.name, replays))
+                self.samples += [float(len(log))] * replays
 
-        def median_ms(self):
-            return sum(self.samples) / len(self.samples)
+            def median_ms(self):
+                return sum(self.samples) / len(self.samples)
 
-    timers = [Timer("a", 10), Timer("b", 10), Timer("c", 5)]
-    medians = interleave(timers, rounds=2, soak_ms=300)
-    assert log == [("soak", "a", 100), ("soak", "b", 100), ("soak", "c", 100),
-                   ("a", 5), ("b", 5), ("c", 3), ("b", 5), ("c", 3), ("a", 5)]
-    assert medians == [(4 + 9) / 2, (5 + 7) / 2, (6 + 8) / 2]
+        timers = [Timer("a", 10), Timer("b", 10), Timer("c", 5)]
+        medians = interleave(timers, rounds=4, soak_ms=300, warm_ms=7, seed=seed)
+        return log, medians
+
+    log, medians = run(seed=0)
+    assert log[:3] == [("soak", "a", 100), ("soak", "b", 100), ("soak", "c", 100)]
+    blocks = [log[i:i + 2] for i in range(3, len(log), 2)]
+    assert len(blocks) == 4 * 3
+    for soak, timed in blocks:
+        assert soak == ("soak", timed[0], 7) and timed[1] == {"a": 3, "b": 3, "c": 2}[timed[0]]
+    orders = [tuple(timed[0] for _, timed in blocks[r * 3:(r + 1) * 3]) for r in range(4)]
+    assert all(sorted(order) == ["a", "b", "c"] for order in orders) and len(set(orders)) > 1
+    assert run(seed=0) == (log, medians) and len(medians) == 3
     assert interleave([]) == []
 
 

@@ -10,10 +10,11 @@ input sets, and divides the replay's time (CUDA events) by the number of calls i
 * the median over 30 replays is reported (fewer, down to 5, for calls so long that 30 replays
   would take more than a second: each replay already averages 10 or more calls); the calls
   before capture (compilation, autotuning) and the first replay are left out;
-* the variants compared at one shape are timed together, in interleaved rounds after an untimed
-  soak (:func:`interleave`). Under a compute-bound load a GPU runs faster while it is cool than
-  after a second of work; timed one after the other, whichever variant came first would gain
-  from that.
+* the variants compared at one shape are timed together, in interleaved rounds of random order
+  after an untimed soak, each block of timed replays after a short untimed warm-up of its own
+  (:func:`interleave`). Under a compute-bound load a GPU runs faster while it is cool, or just
+  after a light kernel, than after a second of heavy work; timed one after the other, whichever
+  variant came first would gain from that.
 
 :func:`do_bench_ms` times the way :func:`triton.testing.do_bench` does (an L2 flush, then events
 around each call), host time included; it is kept to show the difference (see the chapter on
@@ -23,6 +24,7 @@ measuring).
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Callable, Sequence
 
@@ -39,9 +41,11 @@ GRAPH_REPLAYS = 30
 # takes about this long, but never fewer than MIN_REPLAYS.
 REPLAYS_MS = 1000.0
 MIN_REPLAYS = 5
-# Measurements of one shape are interleaved in this many rounds, after this much untimed work.
+# Measurements of one shape are interleaved in this many rounds, after SOAK_MS of untimed work;
+# each timed block follows WARM_MS of untimed replays of the same function.
 ROUNDS = 5
 SOAK_MS = 200.0
+WARM_MS = 10.0
 
 
 def l2_bytes() -> int:
@@ -111,20 +115,25 @@ class GraphTimer:
         return statistics.median(self.samples)
 
 
-def interleave(timers: Sequence[GraphTimer], rounds: int = ROUNDS, soak_ms: float = SOAK_MS) -> list[float]:
+def interleave(
+    timers: Sequence[GraphTimer], rounds: int = ROUNDS, soak_ms: float = SOAK_MS, warm_ms: float = WARM_MS, seed: int = 0,
+) -> list[float]:
     """Time several prepared functions against each other; return each one's median ms per call.
 
     The GPU is first kept busy for ``soak_ms`` with all of them, untimed. The timed replays are
-    then split into ``rounds`` rounds; each round times every function in turn, starting one
-    further along the list each time. A clock that changes during the run (a GPU boosts while
-    it is cool and slows as it heats up under a compute-bound load) then weighs on every
-    function alike, instead of favouring whichever one ran first.
+    then split into ``rounds`` rounds; each round times every function once, in an order drawn
+    at random (from ``seed``, so runs repeat), and each function first replays untimed for
+    ``warm_ms``. A GPU's clock follows its recent load: it boosts while the chip is cool or
+    after a light kernel, and slows as a compute-bound one heats it. Timed one after the other,
+    whichever function ran first, or right after a light one, would gain from that; here every
+    function meets the same mix of states.
     """
+    rng = random.Random(seed)
     for timer in timers:
         timer.soak(soak_ms / len(timers))  # (no timers: nothing to do, and an empty list back)
-    for r in range(rounds):
-        for i in range(len(timers)):
-            timer = timers[(r + i) % len(timers)]
+    for _ in range(rounds):
+        for timer in rng.sample(list(timers), len(timers)):
+            timer.soak(warm_ms)
             timer.time(math.ceil(timer.replays / rounds))
     return [timer.median_ms() for timer in timers]
 
