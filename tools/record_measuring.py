@@ -35,7 +35,7 @@ import torch  # noqa: E402
 
 import tritonperf  # noqa: E402  (first of ours: chooses GPU or interpreter before any kernel is defined)
 from tritonperf.bench import records  # noqa: E402
-from tritonperf.bench.timing import do_bench_ms, interleave, prepare, time_ms  # noqa: E402
+from tritonperf.bench.timing import ROUNDS, SOAK_MS, do_bench_ms, interleave, prepare, time_ms  # noqa: E402
 from tritonperf.kernels.matmul import matmul_bytes, matmul_flops  # noqa: E402
 from tritonperf.kernels.softmax import softmax_bytes  # noqa: E402
 from tritonperf.testing import random_tensor  # noqa: E402
@@ -137,7 +137,7 @@ def order_effect() -> list[tuple[str, float, float]]:
     for timer in (ours, theirs):
         timer.samples.clear()
     time.sleep(PAUSE_S)
-    rows.append(("interleaved, as `tritonperf bench` times (200 ms soak, five rounds)", *interleave([ours, theirs])))
+    rows.append((f"interleaved, as `tritonperf bench` times ({SOAK_MS:.0f} ms soak, {ROUNDS} rounds)", *interleave([ours, theirs])))
     return rows
 
 

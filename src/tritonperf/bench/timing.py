@@ -43,7 +43,7 @@ REPLAYS_MS = 1000.0
 MIN_REPLAYS = 5
 # Measurements of one shape are interleaved in this many rounds, after SOAK_MS of untimed work;
 # each timed block follows WARM_MS of untimed replays of the same function.
-ROUNDS = 5
+ROUNDS = 10
 SOAK_MS = 200.0
 WARM_MS = 10.0
 
