@@ -303,9 +303,11 @@ _MIN_BLOCK_K_FP8 = 32  # Hopper's float8 MMA takes K in steps of 32
 _BARRIER_BYTES = 1024  # room for the pipeline's barriers (compiled for sm_90: 32 to 56 bytes) and alignment
 _TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descriptor tile
 # method="auto" runs 16-bit products of at most this many multiply-adds (M·N·K, batch included)
-# with the pointer kernel: in the recorded H200 run the autotuned pointer kernel was faster than the
-# persistent TMA kernel at every square size from 256³ to 2048³ (float16 2048³: 655 against 620
-# TFLOPS), and slower from 4096³ up and on every transformer shape. float8 always takes the TMA
+# with the pointer kernel: in the H200 run of commit 3515e24 the autotuned pointer kernel was faster
+# than the persistent TMA kernel at every square size from 256³ to 2048³ (float16 2048³: 655 against
+# 620 TFLOPS), and slower from 4096³ up and on every transformer shape. That run timed its variants
+# in a fixed order, which favours some of them; in shuffled, interleaved rounds at commit bae6c39
+# (float16 4096³, three repeats) the two were level: 635-648 against 638-649 TFLOPS. float8 always takes the TMA
 # kernel, many times faster there. float32 (tf32) products always take the pointer kernel: in the
 # H200 run of commit 3515e24 it reached 106, 131 and 137 TFLOPS at 1024³, 2048³ and 4096³ against
 # the TMA kernel's 69, 83 and 86.
