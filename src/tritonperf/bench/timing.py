@@ -67,7 +67,7 @@ class GraphTimer:
     replays it once to upload it and once more to size the run; none of that is kept.
     """
 
-    def __init__(self, fn: Callable[..., object], arg_sets: list[Args], calls: int):
+    def __init__(self, fn: Callable[..., object], arg_sets: list[Sequence[object]], calls: int):
         # Warm up on a side stream, as graph capture requires.
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -86,7 +86,7 @@ class GraphTimer:
         self.graph.replay()  # the first replay uploads the graph
         torch.cuda.synchronize()
         replay_ms = self._replay_ms()
-        #: Timed replays the measurement should have: fewer for long calls, see ``REPLAYS_MS``.
+        #: How many timed replays the measurement should have (fewer for long calls, see ``REPLAYS_MS``).
         self.replays = max(MIN_REPLAYS, min(GRAPH_REPLAYS, int(REPLAYS_MS / max(replay_ms, 1e-3))))
         #: Milliseconds per call, one entry per timed replay so far.
         self.samples: list[float] = []

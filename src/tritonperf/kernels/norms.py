@@ -379,8 +379,8 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 
 # -- configurations ------------------------------------------------------------------------------
 # Rows held in registers: (largest BLOCK_N, rows per tile, num_warps); the first line whose BLOCK_N
-# covers next_power_of_2(N) applies. Short rows are grouped so a tile holds >= 4096 elements (8 KiB
-# in half precision); warps grow with the tile so each thread holds 16-32 elements, enough for
+# covers next_power_of_2(N) applies. Short rows are grouped several to a tile (2048-8192 elements);
+# warps grow with the tile so each thread holds 16-32 elements, enough for
 # 16-byte loads without spilling (compiled for sm_90, 32768 columns in 32 warps spill).
 # The forward's 128, 512 and 2048 entries are estimates that keep about 16 elements a thread.
 # The 8192 and 16384 forward entries (4 and 8 warps, one row a program, the 1-D path) come from
@@ -404,8 +404,9 @@ FWD_CONFIGS = (
 FWD_ONE_TILE_MAX_N = {2: 16384, 4: 16384}
 # The backward's table and BWD_TILED come from a sweep on an H200 (triton 3.6, commit a6e1388; layer
 # norm float16, 4096 rows of 256 ... 65536 and 16384 rows of 5120; 1-64 rows, 4-16 warps, 1-3
-# stages, checked in float32 and for RMS norm). Every winner holds 8192 elements a tile, except at
-# 256 columns; 128, 512 and 2048 follow that rule unmeasured. Fractions of the copy ceiling, best
+# stages, checked in float32 and for RMS norm). Every entry holds 8192 elements a tile (at 256
+# columns the sweep's best, 64 rows in 8 warps at one stage, was within 1% of the entry); 128, 512
+# and 2048 follow that rule unmeasured. Fractions of the copy ceiling, best
 # against the previous table's (all at one stage): 4096 x 4096 0.65 (0.49), 4096 x 8192 0.75
 # (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
 BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
