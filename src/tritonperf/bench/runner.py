@@ -41,8 +41,8 @@ def measure(
 
     Each measurement draws its own fresh random inputs. The variants of one shape and dtype are
     timed together, interleaved (see :func:`~tritonperf.bench.timing.interleave`). Needs a CUDA
-    GPU. A case that raises stops the run, unless ``failures`` is a list: then the case is left out of the records, a
-    line naming it and the error is appended to the list, and the run goes on.
+    GPU. A case that raises stops the run, unless ``failures`` is a list: then the case is left
+    out of the records, a line naming it and the error is appended to the list, and the run goes on.
     """
     out = []
     for (dtype, _), cases in itertools.groupby(spec.cases(quick), key=lambda case: (case[0], repr(case[1]))):

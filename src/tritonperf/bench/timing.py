@@ -85,9 +85,10 @@ class GraphTimer:
                 fn(*arg_sets[i % len(arg_sets)])
         self.graph.replay()  # the first replay uploads the graph
         torch.cuda.synchronize()
-        replay_ms = self._replay_ms()
+        #: Milliseconds one replay took when the graph was built (it sizes the run and the soaks).
+        self.replay_ms = max(self._replay_ms(), 1e-3)
         #: How many timed replays the measurement should have (fewer for long calls, see ``REPLAYS_MS``).
-        self.replays = max(MIN_REPLAYS, min(GRAPH_REPLAYS, int(REPLAYS_MS / max(replay_ms, 1e-3))))
+        self.replays = max(MIN_REPLAYS, min(GRAPH_REPLAYS, int(REPLAYS_MS / self.replay_ms)))
         #: Milliseconds per call, one entry per timed replay so far.
         self.samples: list[float] = []
 
@@ -101,7 +102,7 @@ class GraphTimer:
 
     def soak(self, ms: float) -> None:
         """Replay, untimed, for about ``ms`` milliseconds."""
-        for _ in range(max(1, math.ceil(ms / max(self._replay_ms(), 1e-3)))):
+        for _ in range(max(1, math.ceil(ms / self.replay_ms))):
             self.graph.replay()
         torch.cuda.synchronize()
 

@@ -207,6 +207,33 @@ def norm_fwd_tiled_kernel(
 
 
 @triton.jit
+def _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS: tl.constexpr, HAS_W: tl.constexpr):
+    # For a [ROWS, BLOCK_N] tile of x and dy in float32: the rows' rstd, x̂ (0 on masked lanes) and w·dy.
+    rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+    if RMS:
+        xhat = x * rstd[:, None]
+    else:
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+        xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
+    if HAS_W:
+        wdy = dy * w[None, :]
+    else:
+        wdy = dy
+    return rstd, xhat, wdy
+
+
+@triton.jit
+def _store_partials(dw_part_ptr, db_part_ptr, part_row, N, cols, col_mask, dw_acc, db_acc,
+                    DW: tl.constexpr, DB: tl.constexpr):
+    # A program's sums of dy · x̂ and dy, written as row part_row of the partial buffers.
+    part = part_row.to(tl.int64) * N + cols
+    if DW:
+        tl.store(dw_part_ptr + part, dw_acc, mask=col_mask)
+    if DB:
+        tl.store(db_part_ptr + part, db_acc, mask=col_mask)
+
+
+@triton.jit
 def norm_bwd_kernel(
     x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr,
     M, N, stride_x, stride_dy, stride_dx, rows_per_program,
@@ -221,6 +248,8 @@ def norm_bwd_kernel(
     col_mask = cols < N
     if HAS_W:
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    else:
+        w = None
     dw_acc = tl.zeros((BLOCK_N,), tl.float32)
     db_acc = tl.zeros((BLOCK_N,), tl.float32)
     row_start = pid.to(tl.int64) * rows_per_program
@@ -233,16 +262,7 @@ def norm_bwd_kernel(
                     eviction_policy="evict_first").to(tl.float32)
         dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
                      eviction_policy="evict_first").to(tl.float32)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
-        if RMS:
-            xhat = x * rstd[:, None]
-        else:
-            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
-            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
-        if HAS_W:
-            wdy = dy * w[None, :]
-        else:
-            wdy = dy
+        rstd, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         # dx = rstd * (w·dy - mean(w·dy · x̂) · x̂ - mean(w·dy)); RMS norm has no mean(w·dy) term.
         c1 = tl.sum(xhat * wdy, axis=1) / N
         if RMS:
@@ -257,11 +277,7 @@ def norm_bwd_kernel(
             dw_acc += tl.sum(dy * xhat, axis=0)
         if DB:
             db_acc += tl.sum(dy, axis=0)
-    part = pid.to(tl.int64) * N + cols
-    if DW:
-        tl.store(dw_part_ptr + part, dw_acc, mask=col_mask)
-    if DB:
-        tl.store(db_part_ptr + part, db_acc, mask=col_mask)
+    _store_partials(dw_part_ptr, db_part_ptr, pid, N, cols, col_mask, dw_acc, db_acc, DW, DB)
 
 
 @triton.jit
@@ -283,6 +299,8 @@ def norm_bwd_sums_kernel(
     col_mask = cols < N
     if HAS_W:
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    else:
+        w = None
     dw_acc = tl.zeros((BLOCK_N,), tl.float32)
     db_acc = tl.zeros((BLOCK_N,), tl.float32)
     row_start = pid_r.to(tl.int64) * rows_per_program
@@ -293,16 +311,7 @@ def norm_bwd_sums_kernel(
         mask = row_mask[:, None] & col_mask[None, :]
         x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
-        if RMS:
-            xhat = x * rstd[:, None]
-        else:
-            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
-            xhat = tl.where(mask, (x - mean[:, None]) * rstd[:, None], 0.0)
-        if HAS_W:
-            wdy = dy * w[None, :]
-        else:
-            wdy = dy
+        _, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         tl.store(sums_ptr + rows * n_tiles + pid_c, tl.sum(xhat * wdy, axis=1), mask=row_mask)
         if not RMS:
             tl.store(sums_ptr + (M + rows) * n_tiles + pid_c, tl.sum(wdy, axis=1), mask=row_mask)
@@ -310,11 +319,7 @@ def norm_bwd_sums_kernel(
             dw_acc += tl.sum(dy * xhat, axis=0)
         if DB:
             db_acc += tl.sum(dy, axis=0)
-    part = pid_r.to(tl.int64) * N + cols
-    if DW:
-        tl.store(dw_part_ptr + part, dw_acc, mask=col_mask)
-    if DB:
-        tl.store(db_part_ptr + part, db_acc, mask=col_mask)
+    _store_partials(dw_part_ptr, db_part_ptr, pid_r, N, cols, col_mask, dw_acc, db_acc, DW, DB)
 
 
 @triton.jit
@@ -334,6 +339,8 @@ def norm_bwd_dx_kernel(
     tiles = tl.arange(0, TILES)
     if HAS_W:
         w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    else:
+        w = None
     row_start = pid_r.to(tl.int64) * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
     for first_row in tl.range(row_start, row_end, ROWS, num_stages=NUM_STAGES):
@@ -345,17 +352,11 @@ def norm_bwd_dx_kernel(
         c1 = tl.sum(tl.load(sums_ptr + shares, mask=share_mask, other=0.0), axis=1) / N
         x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
-        if HAS_W:
-            wdy = dy * w[None, :]
-        else:
-            wdy = dy
+        rstd, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         if RMS:
-            dx = (wdy - x * rstd[:, None] * c1[:, None]) * rstd[:, None]
+            dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
         else:
             c2 = tl.sum(tl.load(sums_ptr + M * n_tiles + shares, mask=share_mask, other=0.0), axis=1) / N
-            mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
-            xhat = (x - mean[:, None]) * rstd[:, None]
             dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
         tl.store(dx_ptr + rows[:, None] * stride_dx + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
