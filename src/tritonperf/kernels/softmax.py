@@ -82,9 +82,10 @@ def softmax_fwd_kernel(
     # A program takes blocks of ROWS rows; each row is held whole, BLOCK_N >= n_cols columns wide.
     # With fewer programs than blocks (a persistent grid) it strides over them; with one program per
     # block (ONE_BLOCK, the default grid) there is no loop at all. Long rows (ROWS == 1) are held 1-D
-    # and read without an eviction hint. In an interleaved H200 comparison (commit 8b92fe4, 4096 rows)
-    # that beat the 2-D [1, BLOCK_N] form with evict_first by 6-10% in float16 from 5120 to 32768
-    # columns, and lost 3% at 4096, where input and output together are about L2's size.
+    # and read without an eviction hint. In an interleaved comparison on an H200 (triton 3.6, torch
+    # 2.11, 2026-11-22, commit 8b92fe4, 4096 rows) that beat the 2-D [1, BLOCK_N] form with
+    # evict_first by 6-10% in float16 from 5120 to 32768 columns, and lost 3% at 4096, where input
+    # and output together are about L2's size.
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
     if ROWS == 1:
@@ -313,9 +314,9 @@ FUSED_ELEMENTS = 1024  # short rows are packed into one program until it holds t
 ELEMENTS_PER_THREAD = 16  # fused path: num_warps is chosen so each thread holds about this many per tensor
 # The fused backward's long rows (BWD_WIDE_ROW columns and more) instead take one warp per
 # BWD_COLUMNS_PER_WARP columns, rounded down to a power of two, at most BWD_MAX_WARPS. From an
-# interleaved H200 comparison (triton 3.6, 4096 and 16384 rows): the rule above gave 32 warps from
-# 8192 columns on, and at 5120 16-bit columns 0.79 of the copy ceiling against 0.93-0.94 with 8
-# warps; at 32768 16-bit columns 0.90 against 1.00 with 16.
+# interleaved H200 comparison (triton 3.6, 2026-11-22, commit 8b92fe4, 4096 and 16384 rows): the
+# rule above gave 32 warps from 8192 columns on, and at 5120 16-bit columns 0.79 of the copy
+# ceiling against 0.93-0.94 with 8 warps; at 32768 16-bit columns 0.90 against 1.00 with 16.
 BWD_WIDE_ROW = 4096
 BWD_COLUMNS_PER_WARP = 512
 BWD_MAX_WARPS = 16
