@@ -33,7 +33,7 @@ from tritonperf.kernels.matmul import (
     matmul_reference,
     prune_configs,
 )
-from tritonperf.ladders.matmul import STEPS, matmul_persistent_tma
+from tritonperf.ladders.matmul import STEPS, matmul_persistent_tma, matmul_warp_specialized
 from tritonperf.testing import assert_close, poisoned, random_tensor
 
 # The module, not the function of the same name.
@@ -350,6 +350,36 @@ def test_tma_kernel(case, dtype, device):
 
 
 @needs_tma
+@pytest.mark.parametrize("warp_specialize", [True, False])
+@pytest.mark.parametrize("case", ["2d", "a-transposed", "batched", "epilogue", "fp8"])
+def test_warp_specialized_tma_kernel(case, warp_specialize, device):
+    # Autotuned over the warp-specialized configs only, or over the plain ones only. On a GPU the
+    # shape has ragged 128- and 256-wide tiles and several tiles per program (on the interpreter's
+    # 4 "SMs", several 32-wide tiles per program).
+    M, N, K = (1040, 1552, 592) if device == "cuda" else (48, 80, 112)
+    dtype = FP8 if case == "fp8" else torch.float16
+    a, b = inputs(*((3, M, K), (3, K, N)) if case == "batched" else ((M, K), (K, N)), dtype, device)
+    if case == "a-transposed":
+        a = a.t().contiguous().t()
+    extra = {}
+    if case == "fp8":
+        extra.update(zip(("scale_a", "scale_b"), scales(device), strict=True), out_dtype=FP8_OUT)
+    if case == "epilogue":
+        extra.update(bias=random_tensor((N,), torch.float32, device), activation="silu")
+    check(a, b, method="tma", warp_specialize=warp_specialize, **extra)
+
+
+@gpu_only
+@needs_tma
+@pytest.mark.parametrize("tile", mm.WS_CONFIG_TILES, ids=str)
+def test_warp_specialized_pinned_tiles(tile):
+    # Each warp-specialized config the autotuner may pick, pinned, on ragged edges in M, N and K.
+    bm, bn, stages, warps = tile
+    a, b = inputs((1000, 584), (584, 1304), torch.bfloat16, "cuda")
+    check(a, b, method="tma", warp_specialize=True, block_m=bm, block_n=bn, num_stages=stages, num_warps=warps)
+
+
+@needs_tma
 def test_tma_kernel_pinned_and_with_many_tiles(device):
     # 128 x 96 in 16 x 32 tiles: 24 tiles for 4 programs.
     a, b = inputs((2, 128, 64), (64, 96), torch.float16, device)
@@ -388,7 +418,7 @@ def test_tma_kernel_refuses_what_it_cannot_do(case, match, device):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("step", STEPS, ids=lambda f: f.__name__)
 def test_lesson_steps(step, dtype, device):
-    if step is matmul_persistent_tma and not TMA_OK:
+    if step in (matmul_persistent_tma, matmul_warp_specialized) and not TMA_OK:
         pytest.skip("tensor descriptors need compute capability 9.0 or newer")
     # 100 x 72 x 80: ragged 128-wide tiles; rows of 16-byte multiples, as step 4 needs.
     a, b = inputs((100, 80), (80, 72), dtype, device)
@@ -401,8 +431,11 @@ def test_lesson_steps(step, dtype, device):
 def test_interpreter_runs_one_small_config():
     if runtime.is_interpreter():
         assert len(CONFIGS) == 1 and CONFIGS[0].kwargs == INTERPRETER_TILE
+        assert len(mm.WS_CONFIGS) == 1 and mm.WS_CONFIGS[0].kwargs == INTERPRETER_TILE | {"WARP_SPECIALIZE": True}
     else:
         assert [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) for c in CONFIGS] == [t[:2] for t in mm.CONFIG_TILES]
+        assert all(c.kwargs["WARP_SPECIALIZE"] and c.num_warps == 4 for c in mm.WS_CONFIGS)
+    assert not any("WARP_SPECIALIZE" in c.kwargs for c in CONFIGS)
 
 
 def _prune(M, N, K, dtype, out_dtype=None, smem=232448, tma=False, monkeypatch=None):
@@ -430,6 +463,17 @@ def test_prune_drops_tiles_larger_than_the_problem(monkeypatch):
     assert _tiles(_prune(16, 4096, 4096, torch.float16, monkeypatch=monkeypatch)) == {(32, 64, 64)}
     assert {(m, n) for m, n, _ in _tiles(_prune(4096, 100, 4096, torch.float16, monkeypatch=monkeypatch))} == {
         (128, 64), (128, 128), (256, 128), (64, 128), (64, 64), (32, 64)}
+
+
+def test_warp_specialized_configs_fit_an_h100s_shared_memory(monkeypatch):
+    # 227 KiB: both 16-bit pipelines (3 stages) and their staged output tiles fit, and keep their flag.
+    monkeypatch.setattr(mm, "_shared_memory_bytes", lambda device: 232448)
+    for dtype in (torch.float16, FP8):
+        args = {"a_ptr": torch.empty(0, dtype=dtype), "c_ptr": torch.empty(0, dtype=torch.bfloat16),
+                "M": 4096, "N": 4096, "K": 4096}
+        kept = prune_configs(gpu_configs(warp_specialize=True), args, tma=True, GROUP_M=8)
+        assert {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) for c in kept} == {t[:2] for t in mm.WS_CONFIG_TILES}
+        assert all(c.kwargs["WARP_SPECIALIZE"] for c in kept)
 
 
 def test_prune_drops_pipelines_that_do_not_fit_in_shared_memory(monkeypatch):
@@ -480,7 +524,7 @@ def test_bench_suite_is_well_formed():
     assert {(s["M"], s["N"], s["K"]) for s in specs[0].shapes} >= {(8192, 8192, 1024), (4096, 14336, 4096), (16384, 4096, 4096)}
     steps = sorted(v for v in specs[0].variants if v.startswith("step-"))
     assert steps == ["step-1-tiles", "step-2-grouped", "step-2-grouped-1-stage", "step-3-autotuned",
-                     "step-4-persistent-tma", "step-5-fused-gelu"]
+                     "step-4-persistent-tma", "step-5-warp-specialized", "step-6-fused-gelu"]
     assert "torch-matmul-then-gelu" in specs[0].variants
 
 
@@ -494,7 +538,7 @@ def test_bench_variants_run_and_agree():
             args = spec.make_args(shape, dtype)
             plain = next(fn for name, fn in spec.variants.items() if name.startswith("torch"))(*args).double()
             for name, fn in spec.variants.items():
-                if name == "step-4-persistent-tma" and not TMA_OK:
+                if name in ("step-4-persistent-tma", "step-5-warp-specialized") and not TMA_OK:
                     continue
                 expected = torch.nn.functional.gelu(plain) if "gelu" in name else plain
                 # Unscaled standard-normal inputs: entries of size sqrt(K); compare relative errors only.
@@ -651,6 +695,9 @@ def test_rejects_inputs_that_require_a_gradient(device):
     ({"num_warps": 3}, "num_warps must be a power of two between 1 and 32"),
     ({"group_m": 0}, "group_m must be a positive integer, got 0"),
     ({"num_stages": 1.5}, "num_stages must be a positive integer"),
+    ({"warp_specialize": True}, r"warp_specialize applies to the TMA kernel only: pass method='tma'"),
+    ({"warp_specialize": False, "method": "tiles"}, "warp_specialize applies to the TMA kernel only"),
+    ({"warp_specialize": 1, "method": "tma"}, "warp_specialize must be None, True or False, got 1"),
 ])
 def test_rejects_bad_knobs(knobs, match, device):
     with pytest.raises(ValueError, match=match):

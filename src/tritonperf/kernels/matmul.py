@@ -16,14 +16,17 @@ Two kernels:
   descriptors built on the device (``tl.make_tensor_descriptor``). Needs compute capability 9.0
   (Hopper) or newer and 16-byte aligned rows. ``method="auto"`` picks it wherever it can run,
   except for float32 products and 16-bit ones up to ``2048³`` (:data:`AUTO_TILES_MAX_WORK`), where
-  the pointer kernel measured faster on an H200.
+  the pointer kernel measured faster on an H200. With ``WARP_SPECIALIZE`` its tile loop is
+  warp-specialized: Triton gives the TMA copies to one warp group and the matmuls to two others,
+  each of which takes half of the tile's rows (``warp_specialize=True``; see :data:`WS_CONFIG_TILES`).
 
 Both accumulate in float32 whatever the inputs, and apply the epilogue to the float32 tile
 before the one conversion to the output dtype: the scales, the bias, the activation and the
 rounding cost no extra pass over ``C``.
 
 Autotuning. The kernels are wrapped in ``triton.autotune`` over a short list of tile shapes
-(:data:`CONFIGS`), keyed on ``M``, ``N`` and ``K`` rounded up to powers of two and on the dtypes:
+(:data:`CONFIGS`; the TMA kernel also tries :data:`WS_CONFIGS`), keyed on ``M``, ``N`` and ``K``
+rounded up to powers of two and on the dtypes:
 the first call in a new bucket times the configs that survive pruning (:func:`prune_configs`:
 tiles whose pipeline does not fit in shared memory, or far larger than the problem, are dropped)
 and every later call in that bucket reuses the winner. Set ``TRITON_PRINT_AUTOTUNING=1`` to print
@@ -235,11 +238,14 @@ def matmul_tma_kernel(
     A_BATCHED: tl.constexpr, B_BATCHED: tl.constexpr, C_BATCHED: tl.constexpr,
     A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr = False,
 ):
     # Descriptors are built once per program, and each program then walks tiles
     # num_programs apart: the grid is at most one program per SM, so descriptor set-up and
     # launch cost are paid once per SM, not once per tile. TMA clips tiles at every edge
-    # (zeros in, nothing out), so no masks are needed.
+    # (zeros in, nothing out), so no masks are needed. WARP_SPECIALIZE splits the loop's work
+    # among warp groups (copies in one, matmuls and epilogue in the others) instead of having
+    # every warp issue all of it in turn.
     if A_TRANSPOSED:
         a_desc = _descriptor(a_ptr, BATCH, K, M, stride_ab, stride_ak, BLOCK_K, BLOCK_M, A_BATCHED)
     else:
@@ -253,7 +259,8 @@ def matmul_tma_kernel(
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     tiles_per_matrix = tiles_m * tiles_n
-    for tile_id in tl.range(tl.program_id(0), BATCH * tiles_per_matrix, tl.num_programs(0)):
+    for tile_id in tl.range(tl.program_id(0), BATCH * tiles_per_matrix, tl.num_programs(0),
+                            warp_specialize=WARP_SPECIALIZE):
         z = tile_id // tiles_per_matrix
         pid_m, pid_n = grouped_tile(tile_id % tiles_per_matrix, tiles_m, tiles_n, GROUP_M)
         m0 = pid_m * BLOCK_M
@@ -278,7 +285,6 @@ def matmul_tma_kernel(
 # widest swizzle, so that one list serves every dtype and keeps the same shared-memory footprint,
 # num_stages * (BLOCK_M + BLOCK_N) * 128 bytes. Large tiles for large problems, narrow ones for
 # small M or N (decode-like shapes), where large tiles would leave most SMs idle.
-# Not yet measured on a GPU: a starting point to be replaced by a sweep.
 CONFIG_TILES: list[tuple[int, int, int, int]] = [
     (128, 256, 3, 8),
     (128, 256, 4, 8),
@@ -289,6 +295,15 @@ CONFIG_TILES: list[tuple[int, int, int, int]] = [
     (64, 128, 4, 4),
     (64, 64, 5, 4),
     (32, 64, 5, 2),
+]
+# Warp-specialized configs of the TMA kernel, same fields. Compiled for sm_90 by triton 3.6,
+# a 4-warp program becomes three warp groups: one issues the TMA copies, two share the tile's
+# rows and its matmuls, and the kernel asks for 384 threads. With 8 warps the loop compiles
+# unspecialized. These two tiles gave correct products at every benchmark shape and dtype on an
+# H200; 128 x 128 tiles with 5 stages returned NaN there, so no such config is listed.
+WS_CONFIG_TILES: list[tuple[int, int, int, int]] = [
+    (128, 256, 3, 4),
+    (256, 128, 3, 4),
 ]
 K_TILE_BYTES = 128
 # Interpreter mode: one config (CONFIGS), no timing. Small tiles so that the tests' small shapes still have
@@ -317,22 +332,27 @@ _INT32_LIMIT = 2**31 - 1
 _MAX_BATCH = 65535  # CUDA's limit on the grid's second dimension
 
 
-def gpu_configs() -> list[triton.Config]:
+def gpu_configs(warp_specialize: bool = False) -> list[triton.Config]:
     """The configs the autotuner starts from on a GPU, before :func:`prune_configs`.
 
+    ``warp_specialize=True`` gives the TMA kernel's warp-specialized ones (:data:`WS_CONFIG_TILES`).
     They carry no ``BLOCK_K``: the pruning step, which the autotuner runs before timing, adds the
     one that suits the dtype.
     """
+    tiles, extra = (WS_CONFIG_TILES, {"WARP_SPECIALIZE": True}) if warp_specialize else (CONFIG_TILES, {})
     return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=stages, num_warps=warps)
-        for bm, bn, stages, warps in CONFIG_TILES
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, **extra}, num_stages=stages, num_warps=warps)
+        for bm, bn, stages, warps in tiles
     ]
 
 
 if runtime.is_interpreter():
     CONFIGS: list[triton.Config] = [triton.Config(dict(INTERPRETER_TILE), num_warps=4, num_stages=1)]
+    WS_CONFIGS: list[triton.Config] = [triton.Config(dict(INTERPRETER_TILE, WARP_SPECIALIZE=True), num_warps=4,
+                                                     num_stages=1)]
 else:
     CONFIGS = gpu_configs()
+    WS_CONFIGS = gpu_configs(warp_specialize=True)
 
 
 @functools.cache
@@ -380,9 +400,9 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
     return [cf for cf in fitting if cf.kwargs["BLOCK_M"] <= cap_m and cf.kwargs["BLOCK_N"] <= cap_n]
 
 
-def _tuned(kernel, tma: bool):
+def _tuned(kernel, configs: list[triton.Config], tma: bool):
     return triton.autotune(
-        configs=CONFIGS,
+        configs=configs,
         # The autotuner adds the dtypes of the tensor arguments; tf32 and full float32 tune apart.
         key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
         prune_configs_by={"early_config_prune": functools.partial(prune_configs, tma=tma)},
@@ -390,8 +410,15 @@ def _tuned(kernel, tma: bool):
     )(kernel)
 
 
-matmul_kernel_tuned = _tuned(matmul_kernel, tma=False)
-matmul_tma_kernel_tuned = _tuned(matmul_tma_kernel, tma=True)
+matmul_kernel_tuned = _tuned(matmul_kernel, CONFIGS, tma=False)
+# The TMA kernel tuned over every config, over plain ones only, and over warp-specialized ones
+# only: by the ``warp_specialize`` argument of :func:`matmul` (None, False, True).
+matmul_tma_kernel_tuned = {
+    # (In interpreter mode, one config: the flag changes nothing there, and there is nothing to time.)
+    None: _tuned(matmul_tma_kernel, CONFIGS if runtime.is_interpreter() else CONFIGS + WS_CONFIGS, tma=True),
+    False: _tuned(matmul_tma_kernel, CONFIGS, tma=True),
+    True: _tuned(matmul_tma_kernel, WS_CONFIGS, tma=True),
+}
 
 
 # -- launcher ------------------------------------------------------------------------------------
@@ -455,9 +482,14 @@ def _check_pinned_tile(tile: dict, a: torch.Tensor, out: torch.Tensor, device: t
         )
 
 
-def _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stages) -> None:
+def _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stages, warp_specialize) -> None:
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    if not (warp_specialize is None or isinstance(warp_specialize, bool)):
+        raise ValueError(f"warp_specialize must be None, True or False, got {warp_specialize!r}")
+    if warp_specialize is not None and method != "tma":
+        raise ValueError(f"warp_specialize applies to the TMA kernel only: pass method='tma' with it "
+                         f"(got method={method!r})")
     largest = _TMA_MAX_BOX if method == "tma" else 512
     for name, value in {"block_m": block_m, "block_n": block_n, "block_k": block_k}.items():
         if value is not None and (not isinstance(value, int) or value < _MIN_BLOCK or value & (value - 1)
@@ -547,6 +579,7 @@ def matmul(
     block_k: int | None = None,
     num_warps: int | None = None,
     num_stages: int | None = None,
+    warp_specialize: bool | None = None,
     input_precision: str = "tf32",
 ) -> torch.Tensor:
     """``activation(scale_a * scale_b * (a @ b) + bias)`` in one kernel, accumulated in float32.
@@ -585,6 +618,10 @@ def matmul(
         block_m, block_n, block_k, num_warps, num_stages: pin the launch configuration instead of
             autotuning. Any one given pins all of them; the others default to 128 × 128 tiles with
             a 128-byte K tile, 4 warps and 4 stages.
+        warp_specialize: with ``method="tma"`` only. None (default): the autotuner chooses between
+            plain and warp-specialized configs (a pinned launch is plain); True or False: only
+            those. Triton specializes the loop on Hopper only with ``num_warps=4``; with more it
+            compiles the plain loop.
         input_precision: ``"tf32"`` (default) or ``"ieee"``, for float32 inputs only.
 
     Returns:
@@ -596,7 +633,8 @@ def matmul(
         ValueError: a wrong rank, mismatched inner dimensions, batch sizes, dtypes or devices, a
             bias of the wrong shape or dtype, an unknown activation, float8 without scales or
             scales without float8, float8 on a GPU older than compute capability 8.9, a bad
-            ``out``, a bad knob, ``input_precision="ieee"`` for inputs other than float32, inputs
+            ``out``, a bad knob, ``warp_specialize`` without ``method="tma"``,
+            ``input_precision="ieee"`` for inputs other than float32, inputs
             that require a gradient (there is no backward pass), or ``method="tma"`` where tensor
             descriptors cannot be used.
     """
@@ -639,7 +677,7 @@ def matmul(
         raise ValueError(f"float8 matmul needs a GPU of compute capability 8.9 or newer; this one is {major}.{minor}")
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors.values()):
         raise ValueError("matmul has no backward pass: call it under torch.no_grad(), or detach the inputs")
-    _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stages)
+    _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stages, warp_specialize)
     if input_precision not in INPUT_PRECISIONS:
         raise ValueError(f"input_precision must be one of {', '.join(INPUT_PRECISIONS)}; got {input_precision!r}")
     if input_precision != "tf32" and a.dtype != torch.float32:
@@ -695,7 +733,10 @@ def matmul(
         def grid(meta):  # a persistent grid: at most one program per SM
             return (min(sms, batch * cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)
 
-        kernel, launch = (matmul_tma_kernel[grid(tile)], tile) if pinned else (matmul_tma_kernel_tuned[grid], {})
+        if pinned:
+            kernel, launch = matmul_tma_kernel[grid(tile)], tile | {"WARP_SPECIALIZE": bool(warp_specialize)}
+        else:
+            kernel, launch = matmul_tma_kernel_tuned[warp_specialize][grid], {}
         kernel(
             a, b, c3, bias, scale_a, scale_b,
             M, N, K, batch, *sa, *sb, c3.stride(0), c3.stride(1), *buckets,

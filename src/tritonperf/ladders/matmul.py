@@ -17,9 +17,13 @@ the same errors.
 * step 3, :func:`matmul_autotuned`: the pointer kernel with the configuration the autotuner
   chooses for each shape and dtype (``method="tiles"``).
 * step 4, :func:`matmul_persistent_tma`: one program per SM looping over tiles, with operands
-  moved by the Tensor Memory Accelerator (``method="tma"``; compute capability 9.0 or newer).
-  This is what :func:`tritonperf.matmul` runs by default wherever it can, above ``2048³`` in 16-bit types.
-* step 5, :func:`matmul_fused_gelu`: the GELU applied to each tile before it is written, against
+  moved by the Tensor Memory Accelerator (``method="tma"``; compute capability 9.0 or newer),
+  every warp issuing copies and matmuls in turn (``warp_specialize=False``).
+* step 5, :func:`matmul_warp_specialized`: step 4's kernel with its loop split among warp groups,
+  one issuing the copies and two doing the matmuls (``warp_specialize=True``), autotuned over
+  its own configs. :func:`tritonperf.matmul` runs the TMA kernel by default wherever it can,
+  above ``2048³`` in 16-bit types, and lets the autotuner choose between steps 4 and 5.
+* step 6, :func:`matmul_fused_gelu`: the GELU applied to each tile before it is written, against
   torch's matmul followed by a separate GELU, which writes C, reads it back and writes it again.
 """
 
@@ -55,12 +59,18 @@ def matmul_autotuned(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def matmul_persistent_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Step 4: a persistent grid with tensor descriptors (TMA), autotuned; needs compute capability 9.0."""
-    return matmul(a, b, method="tma")
+    return matmul(a, b, method="tma", warp_specialize=False)
+
+
+def matmul_warp_specialized(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Step 5: step 4 with copy and compute warp groups (warp specialization), autotuned over its own configs."""
+    return matmul(a, b, method="tma", warp_specialize=True)
 
 
 def matmul_fused_gelu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Step 5: ``gelu(a @ b)`` (exact, erf-based GELU) with the activation fused into the kernel's epilogue."""
+    """Step 6: ``gelu(a @ b)`` (exact, erf-based GELU) with the activation fused into the kernel's epilogue."""
     return matmul(a, b, activation="gelu")
 
 
-STEPS = [matmul_tiles, matmul_grouped, matmul_grouped_one_stage, matmul_autotuned, matmul_persistent_tma, matmul_fused_gelu]
+STEPS = [matmul_tiles, matmul_grouped, matmul_grouped_one_stage, matmul_autotuned, matmul_persistent_tma,
+         matmul_warp_specialized, matmul_fused_gelu]
