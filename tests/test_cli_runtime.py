@@ -149,16 +149,17 @@ def test_bench_keeps_going_past_a_failing_case(sample_doc, tmp_path, monkeypatch
 
 def test_interleave_soaks_then_takes_turns():
     # Stand-in timers log what interleave asks of them: every one soaks, then each round times
-    # every timer once, each block after a warm-up of its own, in an order that varies between
-    # rounds and repeats between runs; every timer gets its share of replays.
+    # every timer that has replays left in it, each block after a warm-up of its own unless one
+    # replay is longer than the warm-up, in an order that varies between rounds and repeats
+    # between runs; every timer gets exactly its replays, spread over the rounds.
     from tritonperf.bench.timing import interleave
 
     def run(seed):
         log = []
 
         class Timer:
-            def __init__(self, name, replays):
-                self.name, self.replays, self.samples = name, replays, []
+            def __init__(self, name, replays, replay_ms=1.0):
+                self.name, self.replays, self.replay_ms, self.samples = name, replays, replay_ms, []
 
             def soak(self, ms):
                 log.append(("soak", self.name, ms))
@@ -170,19 +171,29 @@ def test_interleave_soaks_then_takes_turns():
             def median_ms(self):
                 return sum(self.samples) / len(self.samples)
 
-        timers = [Timer("a", 10), Timer("b", 10), Timer("c", 5)]
-        medians = interleave(timers, rounds=4, soak_ms=300, warm_ms=7, seed=seed)
+        timers = [Timer("a", 10), Timer("b", 10), Timer("c", 5), Timer("long", 2, replay_ms=7.0)]
+        medians = interleave(timers, rounds=4, soak_ms=400, warm_ms=7, seed=seed)
         return log, medians
 
     log, medians = run(seed=0)
-    assert log[:3] == [("soak", "a", 100), ("soak", "b", 100), ("soak", "c", 100)]
-    blocks = [log[i:i + 2] for i in range(3, len(log), 2)]
-    assert len(blocks) == 4 * 3
-    for soak, timed in blocks:
-        assert soak == ("soak", timed[0], 7) and timed[1] == {"a": 3, "b": 3, "c": 2}[timed[0]]
-    orders = [tuple(timed[0] for _, timed in blocks[r * 3:(r + 1) * 3]) for r in range(4)]
-    assert all(sorted(order) == ["a", "b", "c"] for order in orders) and len(set(orders)) > 1
-    assert run(seed=0) == (log, medians) and len(medians) == 3
+    assert log[:4] == [("soak", name, 100) for name in ("a", "b", "c", "long")]
+    timed = [(i, entry) for i, entry in enumerate(log) if entry[0] != "soak"]
+    for i, (name, _) in timed[:]:
+        warmed = log[i - 1] == ("soak", name, 7)
+        assert warmed == (name != "long"), (name, log[i - 1])
+    assert len(log) == 4 + len(timed) + sum(name != "long" for _, (name, _) in timed)
+    replays = {name: [n for _, (who, n) in timed if who == name] for name in ("a", "b", "c", "long")}
+    assert replays == {"a": [2, 3, 2, 3], "b": [2, 3, 2, 3], "c": [1, 1, 1, 2], "long": [1, 1]}
+    rounds, order = [], []
+    for _, (name, _) in timed:
+        if name in order:
+            rounds.append(tuple(order))
+            order = []
+        order.append(name)
+    rounds.append(tuple(order))
+    orders = [tuple(n for n in o if n != "long") for o in rounds]
+    assert all(sorted(o) == ["a", "b", "c"] for o in orders) and len(set(orders)) > 1
+    assert run(seed=0) == (log, medians) and len(medians) == 4
     assert interleave([]) == []
 
 
