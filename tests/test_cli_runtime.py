@@ -113,9 +113,14 @@ def test_bench_output_path(out, expected, sample_doc, tmp_path, monkeypatch):
 
 
 def test_bench_logs_each_measurement_off_a_terminal(sample_doc, tmp_path, monkeypatch, capsys):
-    # The measuring itself needs a GPU; here a stand-in run reports one record, as the real one does.
-    def fake_run(kernels, *, command, quick, progress, log, failures):
+    # The measuring itself needs a GPU; here a stand-in run reports one record, as the real one
+    # does, and checkpoints it: the partial file exists until the whole file is written.
+    partial = tmp_path / "run.json.partial"
+
+    def fake_run(kernels, *, command, quick, progress, log, failures, checkpoint):
         progress(1, 99, sample_doc["records"][0])
+        checkpoint(sample_doc | {"records": sample_doc["records"][:1]})
+        assert records.load(partial)["records"] == sample_doc["records"][:1]
         return sample_doc
 
     monkeypatch.setattr(runtime, "MODE", "gpu")
@@ -123,7 +128,7 @@ def test_bench_logs_each_measurement_off_a_terminal(sample_doc, tmp_path, monkey
     assert cli.main(["bench", "vector_add", "--out", str(tmp_path / "run.json")]) == 0
     out = capsys.readouterr().out
     assert "vector_add fwd float32 N=1048576 tritonperf: 20.0 µs" in out
-    assert records.load(tmp_path / "run.json") == sample_doc
+    assert records.load(tmp_path / "run.json") == sample_doc and not partial.exists()
 
 
 def test_importing_triton_first_warns_without_gpu():
@@ -135,7 +140,7 @@ def test_importing_triton_first_warns_without_gpu():
 
 def test_bench_keeps_going_past_a_failing_case(sample_doc, tmp_path, monkeypatch, capsys):
     # A case that raises is reported and left out; the file is still written, and the exit status says so.
-    def fake_run(kernels, *, command, quick, progress, log, failures):
+    def fake_run(kernels, *, command, quick, progress, log, failures, checkpoint):
         failures.append("vector_add fwd float32 {'N': 4} tritonperf: RuntimeError: boom")
         return sample_doc
 
@@ -221,3 +226,27 @@ def test_measure_records_failures_and_goes_on(monkeypatch):
     assert failures == ["vector_add fwd float32 {'N': 8} torch: RuntimeError: no kernel today"]
     with pytest.raises(RuntimeError, match="no kernel today"):
         runner.measure(spec)  # without a list, the first failure stops the run
+
+
+def test_run_checkpoints_what_it_has_measured(monkeypatch):
+    # A long run hands its records so far to the checkpoint as it goes (here after every
+    # record), as valid documents of the same run, each longer than the last.
+    from tritonperf.bench import records, runner
+    from tritonperf.bench.specs import BenchSpec
+
+    spec = BenchSpec(kernel="vector_add", direction="fwd", metric="GBps", x="N", shapes=[{"N": 8}, {"N": 16}],
+                     quick_shapes=[], dtypes=[torch.float32], make_args=lambda shape, dtype: (),
+                     variants={"tritonperf": lambda: 0.5, "torch": lambda: 0.25}, nbytes=lambda shape, dtype: 64)
+    prov = {"gpu": "NVIDIA H200", "sms": 132, "triton": "3.6.0", "torch": "2.11.0", "cuda": "13.0",
+            "date": "2026-01-01T00:00:00Z", "git_commit": "abc1234", "command": "tritonperf bench"}
+    monkeypatch.setattr(runner.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(runner.records, "provenance", lambda command: prov)
+    monkeypatch.setattr(runner, "specs_for", lambda kernel: [spec])
+    monkeypatch.setattr(runner, "prepare", lambda fn, make_args, nbytes: fn())
+    monkeypatch.setattr(runner, "interleave", lambda timers: list(timers))
+    monkeypatch.setattr(runner.torch.cuda, "empty_cache", lambda: None)
+    saved = []
+    doc = runner.run(["vector_add"], command="tritonperf bench", ceilings={"copy_GBps": 4000.0},
+                     checkpoint=lambda partial: saved.append(records.validate(partial, "partial")), checkpoint_s=0)
+    assert [len(d["records"]) for d in saved] == [1, 2, 3, 4]
+    assert saved[-1]["records"] == doc["records"] and all(d["provenance"] == prov for d in saved)

@@ -356,7 +356,7 @@ def test_warp_specialized_tma_kernel(case, warp_specialize, device):
     # Autotuned over the warp-specialized configs only, or over the plain ones only. On a GPU the
     # shape has ragged 128- and 256-wide tiles and several tiles per program (on the interpreter's
     # 4 "SMs", several 32-wide tiles per program).
-    M, N, K = (1040, 1552, 592) if device == "cuda" else (48, 80, 112)
+    M, N, K = (1040, 1552, 592) if ON_GPU else (48, 80, 112)
     dtype = FP8 if case == "fp8" else torch.float16
     a, b = inputs(*((3, M, K), (3, K, N)) if case == "batched" else ((M, K), (K, N)), dtype, device)
     if case == "a-transposed":
@@ -474,6 +474,9 @@ def test_warp_specialized_configs_fit_an_h100s_shared_memory(monkeypatch):
         kept = prune_configs(gpu_configs(warp_specialize=True), args, tma=True, GROUP_M=8)
         assert {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) for c in kept} == {t[:2] for t in mm.WS_CONFIG_TILES}
         assert all(c.kwargs["WARP_SPECIALIZE"] for c in kept)
+        # A problem smaller than both tiles one way or the other still keeps one config.
+        (small,) = prune_configs(gpu_configs(warp_specialize=True), args | {"M": 48, "N": 80, "K": 112}, tma=True)
+        assert small.kwargs["WARP_SPECIALIZE"] and small.kwargs["BLOCK_M"] * small.kwargs["BLOCK_N"] == 128 * 256
 
 
 def test_prune_drops_pipelines_that_do_not_fit_in_shared_memory(monkeypatch):

@@ -84,10 +84,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         command = "tritonperf " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         failures: list[str] = []  # a failing case must not throw away the rest of a long run
+
+        def checkpoint(partial: dict) -> None:  # nor must a run that is cut short
+            records.save(partial, _partial_path(_out_path(args.out, partial)))
+
         doc = runner.run(kernels, command=command, quick=args.quick, progress=on_record, log=progress.console.log,
-                         failures=failures)
+                         failures=failures, checkpoint=checkpoint)
     out = _out_path(args.out, doc)
     records.save(doc, out)
+    _partial_path(out).unlink(missing_ok=True)
     _print_summary(doc)
     console.print(f"wrote {out}")
     if failures:
@@ -96,6 +101,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             err_console.print(f"  {line}")
         return 1
     return 0
+
+
+def _partial_path(out: Path) -> Path:
+    """Where a run writes its records so far: ``<out>.partial``, removed once ``out`` is written."""
+    return out.with_name(out.name + ".partial")
 
 
 def _out_path(out: str | None, doc: dict) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -21,6 +22,10 @@ Progress = Callable[[int, int, dict[str, Any]], None]
 def dtype_name(dtype: torch.dtype) -> str:
     """torch's dtype name without the ``torch.`` prefix."""
     return str(dtype).removeprefix("torch.")
+
+
+# How often a long run writes what it has measured so far (see run's checkpoint).
+CHECKPOINT_S = 30.0
 
 
 def count_cases(specs: Iterable[BenchSpec], quick: bool = False) -> int:
@@ -75,12 +80,15 @@ def measure(
 def run(
     kernels: Iterable[str], *, command: str, quick: bool = False, progress: Progress | None = None,
     log: Callable[[str], None] = lambda _: None, ceilings: dict[str, float] | None = None,
-    failures: list[str] | None = None,
+    failures: list[str] | None = None, checkpoint: Callable[[dict[str, Any]], None] | None = None,
+    checkpoint_s: float = CHECKPOINT_S,
 ) -> dict[str, Any]:
     """Measure the ceilings and every spec of ``kernels`` in one run; return a validated document.
 
     ``ceilings`` measured earlier in the same process may be passed in instead of measured again.
     ``failures``: as for :func:`measure`; each failure is also logged when it happens.
+    ``checkpoint``, if given, is called with the document of the records so far at most every
+    ``checkpoint_s`` seconds, so that a run cut short keeps what it measured.
     """
     if not torch.cuda.is_available():
         raise RuntimeError("benchmarks need a CUDA GPU; none is visible to torch")
@@ -90,9 +98,22 @@ def run(
         log(f"measuring ceilings on {prov['gpu']}")
         ceilings = measure_ceilings(log)
     total, recs = count_cases(specs, quick), []
+    so_far: list[dict[str, Any]] = []
+    last_checkpoint = time.monotonic()
+
+    def on_record(done: int, total: int, rec: dict[str, Any]) -> None:
+        nonlocal last_checkpoint
+        so_far.append(rec)
+        if progress:
+            progress(done, total, rec)
+        if checkpoint and time.monotonic() - last_checkpoint >= checkpoint_s:
+            checkpoint({"schema": records.SCHEMA_VERSION, "provenance": prov, "ceilings": ceilings,
+                        "records": list(so_far)})
+            last_checkpoint = time.monotonic()
+
     for spec in specs:
         seen = len(failures) if failures is not None else 0
-        recs += measure(spec, quick=quick, progress=progress, done=len(recs), total=total, failures=failures)
+        recs += measure(spec, quick=quick, progress=on_record, done=len(recs), total=total, failures=failures)
         for line in (failures or [])[seen:]:
             log(f"FAILED {line}")
     doc = {"schema": records.SCHEMA_VERSION, "provenance": prov, "ceilings": ceilings, "records": recs}

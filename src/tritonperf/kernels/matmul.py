@@ -397,7 +397,10 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
         return [with_block_k(min(configs, key=lambda cf: cf.kwargs["BLOCK_M"] * cf.kwargs["BLOCK_N"]), 2)]
     cap_m = max(min(cf.kwargs["BLOCK_M"] for cf in fitting), next_power_of_2(M))
     cap_n = max(min(cf.kwargs["BLOCK_N"] for cf in fitting), next_power_of_2(N))
-    return [cf for cf in fitting if cf.kwargs["BLOCK_M"] <= cap_m and cf.kwargs["BLOCK_N"] <= cap_n]
+    kept = [cf for cf in fitting if cf.kwargs["BLOCK_M"] <= cap_m and cf.kwargs["BLOCK_N"] <= cap_n]
+    # A list whose tiles are all large one way or the other (the warp-specialized one) can lose
+    # every config to the caps on a small problem: then the smallest tile.
+    return kept or [min(fitting, key=lambda cf: cf.kwargs["BLOCK_M"] * cf.kwargs["BLOCK_N"])]
 
 
 def _tuned(kernel, configs: list[triton.Config], tma: bool):
