@@ -351,22 +351,45 @@ def test_tma_kernel(case, dtype, device):
 
 @needs_tma
 @pytest.mark.parametrize("warp_specialize", [True, False])
-@pytest.mark.parametrize("case", ["2d", "a-transposed", "batched", "epilogue", "fp8"])
+@pytest.mark.parametrize("case", ["2d", "a-transposed", "batched-a", "epilogue", "fp8"])
 def test_warp_specialized_tma_kernel(case, warp_specialize, device):
     # Autotuned over the warp-specialized configs only, or over the plain ones only. On a GPU the
     # shape has ragged 128- and 256-wide tiles and several tiles per program (on the interpreter's
     # 4 "SMs", several 32-wide tiles per program).
     M, N, K = (1040, 1552, 592) if ON_GPU else (48, 80, 112)
     dtype = FP8 if case == "fp8" else torch.float16
-    a, b = inputs(*((3, M, K), (3, K, N)) if case == "batched" else ((M, K), (K, N)), dtype, device)
+    # batched-a: a batch of one, which takes the 3-D descriptor for A only.
+    a, b = inputs(*((1, M, K), (K, N)) if case == "batched-a" else ((M, K), (K, N)), dtype, device)
     if case == "a-transposed":
         a = a.t().contiguous().t()
     extra = {}
-    if case == "fp8":
+    if case == "fp8":  # b column-major: the one float8 layout the warp-specialized loop compiles for
+        b = b.t().contiguous().t()
         extra.update(zip(("scale_a", "scale_b"), scales(device), strict=True), out_dtype=FP8_OUT)
     if case == "epilogue":
         extra.update(bias=random_tensor((N,), torch.float32, device), activation="silu")
     check(a, b, method="tma", warp_specialize=warp_specialize, **extra)
+
+
+@needs_tma
+@pytest.mark.parametrize("case, match", [
+    ("batched", "with a batched output"),
+    ("float32", "for float32 inputs"),
+    ("fp8-b-row-major", "for float8 only with a row-major and b column-major"),
+])
+def test_where_warp_specialization_does_not_compile(case, match, device):
+    # Triton cannot compile the warp-specialized loop for these operands: warp_specialize=None
+    # runs the plain kernel, and True is refused before launch.
+    shapes = ((2, 48, 64), (64, 80)) if case == "batched" else ((48, 64), (64, 80))
+    dtype = {"float32": torch.float32, "fp8-b-row-major": FP8}.get(case, torch.float16)
+    a, b = inputs(*shapes, dtype, device)
+    extra = {}
+    if dtype == FP8:
+        extra.update(zip(("scale_a", "scale_b"), scales(device), strict=True), out_dtype=FP8_OUT)
+    check(a, b, method="tma", **extra)
+    check(a, b, method="tma", warp_specialize=False, **extra)
+    with pytest.raises(ValueError, match=f"warp_specialize=True is not available here: .*{match}"):
+        matmul(a, b, method="tma", warp_specialize=True, **extra)
 
 
 @gpu_only
@@ -422,6 +445,10 @@ def test_lesson_steps(step, dtype, device):
         pytest.skip("tensor descriptors need compute capability 9.0 or newer")
     # 100 x 72 x 80: ragged 128-wide tiles; rows of 16-byte multiples, as step 4 needs.
     a, b = inputs((100, 80), (80, 72), dtype, device)
+    if step is matmul_warp_specialized and dtype == torch.float32:
+        with pytest.raises(ValueError, match="cannot compile it for float32 inputs"):
+            step(a, b)
+        return
     activation = "gelu" if step.__name__ == "matmul_fused_gelu" else None
     assert_close(step(a, b), matmul_reference(a, b, activation=activation, out_dtype=torch.float64),
                  tolerance_dtype(dtype, dtype))

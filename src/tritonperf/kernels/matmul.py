@@ -540,6 +540,23 @@ def _tma_obstacle(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, K: int) -
     return None
 
 
+def _warp_specialize_obstacle(a: torch.Tensor, b: torch.Tensor, batch: int) -> str | None:
+    """Why the warp-specialized TMA kernel cannot be compiled for these operands, or None.
+
+    Compiled for sm_90 by triton 3.6 (and 3.9), the warp-specialized loop fails to compile
+    ("PassManager::run failed") with a batched (3-D) output descriptor, with float32 inputs on the
+    Tensor Cores, and with float8 operands in any layout but ``a`` row-major and ``b``
+    column-major. 16-bit inputs compile in every layout.
+    """
+    if batch > 1:
+        return f"Triton cannot compile it with a batched output (a batch of {batch} products)"
+    if a.dtype == torch.float32:
+        return "Triton cannot compile it for float32 inputs"
+    if a.dtype == FP8 and (a.stride(-1) != 1 or b.stride(-1) == 1):
+        return "Triton compiles it for float8 only with a row-major and b column-major (K contiguous in both)"
+    return None
+
+
 def _ensure_allocator() -> None:
     # tl.make_tensor_descriptor builds descriptors in global memory that the launch asks an
     # allocator for. Install one backed by torch's caching allocator, unless the caller set their own.
@@ -624,7 +641,9 @@ def matmul(
         warp_specialize: with ``method="tma"`` only. None (default): the autotuner chooses between
             plain and warp-specialized configs (a pinned launch is plain); True or False: only
             those. Triton specializes the loop on Hopper only with ``num_warps=4``; with more it
-            compiles the plain loop.
+            compiles the plain loop. Where Triton cannot compile it (batches of more than one
+            product, float32, float8 unless ``b`` is column-major), None runs the plain kernel
+            and True is refused.
         input_precision: ``"tf32"`` (default) or ``"ieee"``, for float32 inputs only.
 
     Returns:
@@ -636,7 +655,7 @@ def matmul(
         ValueError: a wrong rank, mismatched inner dimensions, batch sizes, dtypes or devices, a
             bias of the wrong shape or dtype, an unknown activation, float8 without scales or
             scales without float8, float8 on a GPU older than compute capability 8.9, a bad
-            ``out``, a bad knob, ``warp_specialize`` without ``method="tma"``,
+            ``out``, a bad knob, ``warp_specialize`` without ``method="tma"``, or True where it cannot compile,
             ``input_precision="ieee"`` for inputs other than float32, inputs
             that require a gradient (there is no backward pass), or ``method="tma"`` where tensor
             descriptors cannot be used.
@@ -729,6 +748,11 @@ def matmul(
     if method == "tma":
         if reason := _tma_obstacle(a, b, out, K):
             raise ValueError(f"method='tma' cannot be used here: {reason}; use method='tiles' or 'auto'")
+        if reason := _warp_specialize_obstacle(a, b, batch):
+            if warp_specialize:
+                raise ValueError(f"warp_specialize=True is not available here: {reason}; "
+                                 "pass warp_specialize=None or False")
+            warp_specialize = False
         if runtime.MODE == "gpu":
             _ensure_allocator()
         sms = _INTERPRETER_SMS if runtime.is_interpreter() else _sm_count(device)

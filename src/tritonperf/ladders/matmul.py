@@ -4,7 +4,8 @@ Unlike the other lessons, the steps here do not need kernels of their own: each 
 kernel of ``tritonperf.kernels.matmul`` with different launch options, so that the lesson can
 show exactly what one option buys and the benchmark can record it. Every step accepts what
 :func:`tritonperf.matmul` accepts (any strides, batches, every dtype) and raises
-the same errors.
+the same errors, except step 5, which Triton compiles for single 16-bit products (and float8
+with ``b`` column-major) only.
 
 * step 1, :func:`matmul_tiles`: one program per 128 × 128 output tile, programs numbered in
   row-major order (``GROUP_M = 1``), one fixed launch configuration.
