@@ -274,11 +274,12 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]
 def strategies_table(doc: dict[str, Any]) -> str:
     """Markdown: each strategy's measured before/after (rate and speedup) from one results document."""
     by_key = {(r["kernel"], r["direction"], r["dtype"], tuple(sorted(r["shape"].items())), r["variant"]): r for r in doc["records"]}
-    rows = []
+    rows, missing = [], []
     for strategy, lesson, kernel, direction, dtype, shape, before, after in STRATEGIES:
         key = (kernel, direction, dtype, tuple(sorted(shape.items())))
         rb, ra = by_key.get((*key, before)), by_key.get((*key, after))
         if rb is None or ra is None:
+            missing.append(f"{strategy} (`{before}` and `{after}`, {kernel} {direction} {dtype} {shape_text(shape)})")
             continue
         metric = metric_of(rb)
         unit = UNITS[metric]
@@ -288,4 +289,8 @@ def strategies_table(doc: dict[str, Any]) -> str:
         ])
     p = doc["provenance"]
     table = markdown_table(["strategy", "lesson", "case", "before", "after", "speedup"], rows, right=(5,))
-    return f"Recorded on {p['gpu']}, {p['date'][:10]}; triton {p['triton']}, torch {p['torch']}; commit {p['git_commit']}.\n\n{table}\n"
+    text = f"Recorded on {p['gpu']}, {p['date'][:10]}; triton {p['triton']}, torch {p['torch']}; commit {p['git_commit']}.\n\n{table}\n"
+    if missing:
+        text += "\nNot in this run (it measured neither or only one of the two variants):\n\n"
+        text += "".join(f"- {line}\n" for line in missing)
+    return text
