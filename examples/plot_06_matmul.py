@@ -208,8 +208,8 @@ assert_close(matmul_grouped(a, b), expected, torch.float16)
 print(f"{Mt} x {Nt} x {Kt}: the persistent TMA kernel and the grouped pointer kernel match the reference")
 
 # %%
-# Step 5: warp specialization
-# ---------------------------
+# Beside step 4: warp specialization
+# ----------------------------------
 # In step 4 every warp of a program does everything in turn: it issues the copies of later K
 # tiles, waits for the current ones, runs its share of the matmul. Software pipelining hides
 # the copies' latency, but the same warps still spend issue slots and registers on both jobs.
@@ -222,8 +222,8 @@ print(f"{Mt} x {Nt} x {Kt}: the persistent TMA kernel and the grouped pointer ke
 #
 # This needs no change to the kernel's code beyond the flag. What it does change is visible in
 # the compiled code, which Triton produces for ``sm_90`` without a GPU: the program of 4 warps
-# asks for 384 threads. Below, step 4's largest tile (8 warps) and step 5's tile, compiled for a
-# 4096³ float16 product:
+# asks for 384 threads. Below, step 4's largest tile (8 warps) and the first warp-specialized
+# tile, compiled for a 4096³ float16 product:
 
 signature = {name: "*fp16" for name in ("a_ptr", "b_ptr", "c_ptr", "bias_ptr")}
 signature |= {"scale_a_ptr": "*fp32", "scale_b_ptr": "*fp32"}
@@ -234,7 +234,7 @@ constants = dict(BATCH=1, stride_ak=1, stride_bn=1, BLOCK_K=K_TILE_BYTES // 2, G
                  B_BATCHED=False, C_BATCHED=False, A_TRANSPOSED=False, B_TRANSPOSED=False, HAS_BIAS=False,
                  HAS_SCALES=False, ACTIVATION="none", INPUT_PRECISION="tf32")
 for label, (bm, bn, stages, warps), specialized in [("step 4", CONFIG_TILES[0], False),
-                                                     ("step 5", WS_CONFIG_TILES[0], True)]:
+                                                     ("warp-specialized", WS_CONFIG_TILES[0], True)]:
     compiled = asm.compile_for_hopper(
         matmul_tma_kernel, signature,
         constants | dict(BLOCK_M=bm, BLOCK_N=bn, WARP_SPECIALIZE=specialized),
@@ -250,7 +250,7 @@ for label, (bm, bn, stages, warps), specialized in [("step 4", CONFIG_TILES[0], 
 # loop is short (``K = 1024`` below), the copy group can start the next tile's loads while the
 # compute groups finish the last one's epilogue. ``tritonperf.matmul`` therefore lets the
 # autotuner time plain and warp-specialized configs per shape bucket; the measurements below
-# compare steps 4 and 5 where the recorded run has both. Triton does not compile the flag for
+# compare ``step-4-persistent-tma`` and ``step-4-warp-specialized`` where the recorded run has both. Triton does not compile the flag for
 # every operand (batched outputs, float32, float8 with a row-major ``b``): there ``matmul`` runs
 # the plain kernel, and ``warp_specialize=True`` is refused with the reason. Correctness is
 # checked like any other step (the interpreter ignores the flag, so on the CPU this only checks
@@ -280,7 +280,7 @@ print("float8 with scales matches the reference")
 # ---------
 # Variants, all measured in one run: ``tritonperf`` (what ``matmul`` runs by default, autotuned);
 # ``torch`` (``torch.matmul``, i.e. cuBLAS; ``torch._scaled_mm`` for float8); the steps above;
-# and the fused epilogue ``step-6-fused-gelu`` against ``torch-matmul-then-gelu``. The dashed line
+# and the fused epilogue ``step-5-fused-gelu`` against ``torch-matmul-then-gelu``. The dashed line
 # is torch's own matmul at 8192³ in the same dtype, measured in the same run. First the square
 # sizes, then the shapes of a transformer layer's projections. float32 runs on the Tensor Cores
 # as tf32, against ``torch.matmul`` with TF32 allowed (``torch-tf32``); the variant

@@ -4,7 +4,7 @@ Unlike the other lessons, the steps here do not need kernels of their own: each 
 kernel of ``tritonperf.kernels.matmul`` with different launch options, so that the lesson can
 show exactly what one option buys and the benchmark can record it. Every step accepts what
 :func:`tritonperf.matmul` accepts (any strides, batches, every dtype) and raises
-the same errors, except step 5, which Triton compiles for single 16-bit products (and float8
+the same errors, except the warp-specialized step 4, which Triton compiles for single 16-bit products (and float8
 with ``b`` column-major) only.
 
 * step 1, :func:`matmul_tiles`: one program per 128 × 128 output tile, programs numbered in
@@ -20,11 +20,12 @@ with ``b`` column-major) only.
 * step 4, :func:`matmul_persistent_tma`: one program per SM looping over tiles, with operands
   moved by the Tensor Memory Accelerator (``method="tma"``; compute capability 9.0 or newer),
   every warp issuing copies and matmuls in turn (``warp_specialize=False``).
-* step 5, :func:`matmul_warp_specialized`: step 4's kernel with its loop split among warp groups,
-  one issuing the copies and two doing the matmuls (``warp_specialize=True``), autotuned over
-  its own configs. :func:`tritonperf.matmul` runs the TMA kernel by default wherever it can,
-  above ``2048³`` in 16-bit types, and lets the autotuner choose between steps 4 and 5.
-* step 6, :func:`matmul_fused_gelu`: the GELU applied to each tile before it is written, against
+* beside step 4, :func:`matmul_warp_specialized`: step 4's kernel with its loop split among
+  warp groups, one issuing the copies and two doing the matmuls (``warp_specialize=True``),
+  autotuned over its own configs. :func:`tritonperf.matmul` runs the TMA kernel by default
+  wherever it can, above ``2048³`` in 16-bit types, and lets the autotuner choose between the
+  plain and the warp-specialized loop.
+* step 5, :func:`matmul_fused_gelu`: the GELU applied to each tile before it is written, against
   torch's matmul followed by a separate GELU, which writes C, reads it back and writes it again.
 """
 
@@ -64,12 +65,12 @@ def matmul_persistent_tma(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def matmul_warp_specialized(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Step 5: step 4 with copy and compute warp groups (warp specialization), autotuned over its own configs."""
+    """Beside step 4: step 4 with copy and compute warp groups (warp specialization), autotuned over its own configs."""
     return matmul(a, b, method="tma", warp_specialize=True)
 
 
 def matmul_fused_gelu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Step 6: ``gelu(a @ b)`` (exact, erf-based GELU) with the activation fused into the kernel's epilogue."""
+    """Step 5: ``gelu(a @ b)`` (exact, erf-based GELU) with the activation fused into the kernel's epilogue."""
     return matmul(a, b, activation="gelu")
 
 

@@ -7,10 +7,11 @@ Every variant allocates its output, as ``torch.matmul`` does, and the rate count
 
 * float16 and bfloat16: ours (autotuned) against ``torch.matmul`` (cuBLAS), the lesson's steps
   (with step 2 also run without software pipelining, ``step-2-grouped-1-stage``), and the fused
-  epilogue: ``gelu(a @ b)`` in one kernel (``step-6-fused-gelu``) against
+  epilogue: ``gelu(a @ b)`` in one kernel (``step-5-fused-gelu``) against
   ``torch.matmul`` followed by ``torch.nn.functional.gelu`` (``torch-matmul-then-gelu``).
   ``tritonperf`` runs the persistent TMA kernel where it can above 2048³, plain or
-  warp-specialized as its autotuner finds faster (steps 4 and 5 pin each choice at every size).
+  warp-specialized as its autotuner finds faster (``step-4-persistent-tma`` and ``step-4-warp-specialized`` pin each
+  choice at every size).
 * float32, square sizes to 4096³: ours (tf32 on the Tensor Cores, as by default) against
   ``torch.matmul`` with TF32 allowed (``torch-tf32``), and the autotuned pointer kernel with tf32
   (``step-3-autotuned``) and with full float32 on the FMA units (``step-3-autotuned-fp32-fma``):
@@ -110,8 +111,8 @@ def specs() -> list[BenchSpec]:
                 "step-2-grouped-1-stage": matmul_grouped_one_stage,
                 "step-3-autotuned": matmul_autotuned,
                 "step-4-persistent-tma": matmul_persistent_tma,
-                "step-5-warp-specialized": matmul_warp_specialized,
-                "step-6-fused-gelu": matmul_fused_gelu,
+                "step-4-warp-specialized": matmul_warp_specialized,
+                "step-5-fused-gelu": matmul_fused_gelu,
                 "torch-matmul-then-gelu": torch_matmul_then_gelu,
             },
             **common,
@@ -140,7 +141,7 @@ def specs() -> list[BenchSpec]:
                 "step-3-autotuned": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tiles"),
                 "step-4-persistent-tma": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tma",
                                                                      warp_specialize=False),
-                "step-5-warp-specialized": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tma",
+                "step-4-warp-specialized": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tma",
                                                                        warp_specialize=True),
             },
             **common,
