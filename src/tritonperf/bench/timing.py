@@ -8,11 +8,11 @@ input sets, and divides the replay's time (CUDA events) by the number of calls i
 * between two calls on the same input set, at least twice the L2 cache's worth of other data is
   touched, so every call finds its inputs out of cache, as a flushed cache would;
 * the median over 30 replays is reported (fewer, down to 5, for calls so long that 30 replays
-  would take more than a second: each replay already averages 10 or more calls); the calls
+  would take more than half a second: each replay already averages 10 or more calls); the calls
   before capture (compilation, autotuning) and the first replay are left out;
 * the variants compared at one shape are timed together, in interleaved rounds of random order
   after an untimed soak, each block of timed replays after a short untimed warm-up of its own
-  (:func:`interleave`). Under a compute-bound load a GPU runs faster while it is cool, or just
+  unless its replays are longer than that warm-up (:func:`interleave`). Under a compute-bound load a GPU runs faster while it is cool, or just
   after a light kernel, than after a second of heavy work; timed one after the other, whichever
   variant came first would gain from that.
 
