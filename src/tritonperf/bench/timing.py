@@ -12,9 +12,9 @@ input sets, and divides the replay's time (CUDA events) by the number of calls i
   before capture (compilation, autotuning) and the first replay are left out;
 * the variants compared at one shape are timed together, in interleaved rounds of random order
   after an untimed soak, each block of timed replays after a short untimed warm-up of its own
-  unless its replays are longer than that warm-up (:func:`interleave`). Under a compute-bound load a GPU runs faster while it is cool, or just
-  after a light kernel, than after a second of heavy work; timed one after the other, whichever
-  variant came first would gain from that.
+  unless its replays are longer than that warm-up (:func:`interleave`). Under a compute-bound
+  load a GPU runs faster while it is cool, or just after a light kernel, than after a second of
+  heavy work; timed one after the other, whichever variant came first would gain from that.
 
 :func:`do_bench_ms` times the way :func:`triton.testing.do_bench` does (an L2 flush, then events
 around each call), host time included; it is kept to show the difference (see the chapter on

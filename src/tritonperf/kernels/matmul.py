@@ -655,10 +655,10 @@ def matmul(
         ValueError: a wrong rank, mismatched inner dimensions, batch sizes, dtypes or devices, a
             bias of the wrong shape or dtype, an unknown activation, float8 without scales or
             scales without float8, float8 on a GPU older than compute capability 8.9, a bad
-            ``out``, a bad knob, ``warp_specialize`` without ``method="tma"``, or True where it cannot compile,
-            ``input_precision="ieee"`` for inputs other than float32, inputs
-            that require a gradient (there is no backward pass), or ``method="tma"`` where tensor
-            descriptors cannot be used.
+            ``out``, a bad knob, ``warp_specialize`` without ``method="tma"`` (or True where
+            Triton cannot compile it), ``input_precision="ieee"`` for inputs other than float32,
+            inputs that require a gradient (there is no backward pass), or ``method="tma"`` where
+            tensor descriptors cannot be used.
     """
     _check_operand("a", a, "(M, K)")
     _check_operand("b", b, "(K, N)")
