@@ -241,6 +241,7 @@ for label, (bm, bn, stages, warps), specialized in [("step 4", CONFIG_TILES[0], 
         num_warps=warps, num_stages=stages, divisible_by_16=[*signature],
     )
     threads = re.search(r"\.(?:reqntid|maxntid) (\d+)", compiled.ptx).group(1)
+    assert threads == ("384" if specialized else str(32 * warps)), threads  # what the text above says
     print(f"{label}: {bm} x {bn} tiles, num_warps={warps}: {threads} threads per program, "
           f"{asm.count(compiled.ptx, r'setmaxnreg')} setmaxnreg instructions")
 
