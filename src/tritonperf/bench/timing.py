@@ -133,8 +133,8 @@ def interleave(
     Each function gets exactly its ``replays``, spread evenly over the rounds (one with fewer
     replays than rounds sits some rounds out). A function whose one replay lasts ``warm_ms`` or
     more gets no warm-up: the start of such a replay, where the previous function's state
-    lingers, is a small part of it. (On an H200, attention's variants, whose replays last 10 to
-    300 ms, came out within 2% of what they measured with a warm-up, in the median.)
+    lingers, is a small part of it. (On an H200, attention's variants, whose replays mostly last
+    10 ms or more, measured within 2% of a run with warm-ups, variant by variant, in the median.)
     """
     rng = random.Random(seed)
     for timer in timers:
