@@ -86,7 +86,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         failures: list[str] = []  # a failing case must not throw away the rest of a long run
 
         def checkpoint(partial: dict) -> None:  # nor must a run that is cut short
-            records.save(partial, _partial_path(_out_path(args.out, partial)))
+            path = _partial_path(_out_path(args.out, partial))
+            written = records.save(partial, path.with_name(path.name + ".tmp"))
+            written.replace(path)  # in one step: a run killed mid-write leaves the last whole file
 
         doc = runner.run(kernels, command=command, quick=args.quick, progress=on_record, log=progress.console.log,
                          failures=failures, checkpoint=checkpoint)
