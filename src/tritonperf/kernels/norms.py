@@ -207,6 +207,28 @@ def norm_fwd_tiled_kernel(
 
 
 @triton.jit
+def _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, EVICTION: tl.constexpr):
+    # A [ROWS, BLOCK_N] tile of x and of dy in float32, 0 on masked lanes.
+    x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                eviction_policy=EVICTION).to(tl.float32)
+    dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
+                 eviction_policy=EVICTION).to(tl.float32)
+    return x, dy
+
+
+@triton.jit
+def _add_partials(dw_acc, db_acc, dy, xhat, DW: tl.constexpr, DB: tl.constexpr):
+    # A tile's column sums of dy · x̂ and dy added to the program's accumulators. dy is 0 on
+    # masked lanes, so they add nothing. Summing the tile's rows at once keeps the accumulators
+    # one row long: fewer registers a thread, more programs an SM.
+    if DW:
+        dw_acc += tl.sum(dy * xhat, axis=0)
+    if DB:
+        db_acc += tl.sum(dy, axis=0)
+    return dw_acc, db_acc
+
+
+@triton.jit
 def _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS: tl.constexpr, HAS_W: tl.constexpr):
     # For a [ROWS, BLOCK_N] tile of x and dy in float32: the rows' rstd, x̂ (0 on masked lanes) and w·dy.
     rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
@@ -258,10 +280,7 @@ def norm_bwd_kernel(
         rows = first_row + tl.arange(0, ROWS)
         row_mask = rows < row_end
         mask = row_mask[:, None] & col_mask[None, :]
-        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                    eviction_policy="evict_first").to(tl.float32)
-        dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0,
-                     eviction_policy="evict_first").to(tl.float32)
+        x, dy = _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, "evict_first")
         rstd, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         # dx = rstd * (w·dy - mean(w·dy · x̂) · x̂ - mean(w·dy)); RMS norm has no mean(w·dy) term.
         c1 = tl.sum(xhat * wdy, axis=1) / N
@@ -271,12 +290,7 @@ def norm_bwd_kernel(
             c2 = tl.sum(wdy, axis=1) / N
             dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
         tl.store(dx_ptr + rows[:, None] * stride_dx + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        # dy is 0 on masked lanes, so they add nothing. Summing the tile's rows at once keeps the
-        # accumulators one row long: fewer registers a thread, more programs an SM.
-        if DW:
-            dw_acc += tl.sum(dy * xhat, axis=0)
-        if DB:
-            db_acc += tl.sum(dy, axis=0)
+        dw_acc, db_acc = _add_partials(dw_acc, db_acc, dy, xhat, DW, DB)
     _store_partials(dw_part_ptr, db_part_ptr, pid, N, cols, col_mask, dw_acc, db_acc, DW, DB)
 
 
@@ -309,16 +323,12 @@ def norm_bwd_sums_kernel(
         rows = first_row + tl.arange(0, ROWS)
         row_mask = rows < row_end
         mask = row_mask[:, None] & col_mask[None, :]
-        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        x, dy = _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, "")
         _, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         tl.store(sums_ptr + rows * n_tiles + pid_c, tl.sum(xhat * wdy, axis=1), mask=row_mask)
         if not RMS:
             tl.store(sums_ptr + (M + rows) * n_tiles + pid_c, tl.sum(wdy, axis=1), mask=row_mask)
-        if DW:
-            dw_acc += tl.sum(dy * xhat, axis=0)
-        if DB:
-            db_acc += tl.sum(dy, axis=0)
+        dw_acc, db_acc = _add_partials(dw_acc, db_acc, dy, xhat, DW, DB)
     _store_partials(dw_part_ptr, db_part_ptr, pid_r, N, cols, col_mask, dw_acc, db_acc, DW, DB)
 
 
@@ -350,8 +360,7 @@ def norm_bwd_dx_kernel(
         share_mask = row_mask[:, None] & (tiles < n_tiles)[None, :]
         shares = rows[:, None] * n_tiles + tiles[None, :]
         c1 = tl.sum(tl.load(sums_ptr + shares, mask=share_mask, other=0.0), axis=1) / N
-        x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + rows[:, None] * stride_dy + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        x, dy = _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, "")
         rstd, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         if RMS:
             dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
