@@ -98,22 +98,22 @@ def run(
         log(f"measuring ceilings on {prov['gpu']}")
         ceilings = measure_ceilings(log)
     total, recs = count_cases(specs, quick), []
-    so_far: list[dict[str, Any]] = []
     last_checkpoint = time.monotonic()
 
     def on_record(done: int, total: int, rec: dict[str, Any]) -> None:
+        # Every record measure() makes passes through here, in order: this is where recs grows.
         nonlocal last_checkpoint
-        so_far.append(rec)
+        recs.append(rec)
         if progress:
             progress(done, total, rec)
         if checkpoint and time.monotonic() - last_checkpoint >= checkpoint_s:
             checkpoint({"schema": records.SCHEMA_VERSION, "provenance": prov, "ceilings": ceilings,
-                        "records": list(so_far)})
+                        "records": list(recs)})
             last_checkpoint = time.monotonic()
 
     for spec in specs:
         seen = len(failures) if failures is not None else 0
-        recs += measure(spec, quick=quick, progress=on_record, done=len(recs), total=total, failures=failures)
+        measure(spec, quick=quick, progress=on_record, done=len(recs), total=total, failures=failures)
         for line in (failures or [])[seen:]:
             log(f"FAILED {line}")
     doc = {"schema": records.SCHEMA_VERSION, "provenance": prov, "ceilings": ceilings, "records": recs}
