@@ -123,9 +123,9 @@ def interleave(
     """Time several prepared functions against each other; return each one's median ms per call.
 
     The GPU is first kept busy for ``soak_ms`` with all of them, untimed. The timed replays are
-    then split into ``rounds`` rounds; each round times every function once, in an order drawn
-    at random (from ``seed``, so runs repeat), and each function first replays untimed for
-    ``warm_ms``. A GPU's clock follows its recent load: it boosts while the chip is cool or
+    then split into ``rounds`` rounds; each round times the functions in an order drawn at
+    random (from ``seed``, so runs repeat), each one after replaying untimed for ``warm_ms``
+    (with the exceptions below). A GPU's clock follows its recent load: it boosts while the chip is cool or
     after a light kernel, and slows as a compute-bound one heats it. Timed one after the other,
     whichever function ran first, or right after a light one, would gain from that; here every
     function meets the same mix of states.
