@@ -32,7 +32,15 @@ from tritonperf.bench import live_or_recorded
 from tritonperf.bench.plotting import caption, ceiling_for
 from tritonperf.bench.report import summarize
 from tritonperf.bench.suites.transpose import SHAPES, tma_fits
-from tritonperf.kernels.transpose import AUTO_TMA_SIZES, TILE_CONFIGS, transpose, transpose_bytes, transpose_method, transpose_reference
+from tritonperf.kernels.transpose import (
+    AUTO_TMA_SIZES,
+    TILE_CONFIGS,
+    UNALIGNED_TILE_CONFIGS,
+    transpose,
+    transpose_bytes,
+    transpose_method,
+    transpose_reference,
+)
 from tritonperf.ladders.transpose import tiles_kernel, transpose_coalesced_writes, transpose_row_per_program, transpose_tiles
 from tritonperf.testing import poisoned, random_tensor
 
@@ -187,7 +195,10 @@ else:
 # * **Tile shape and warps.** Step 3's 32 × 32 float32 tile is 4 KiB; each program has little
 #   in flight before it waits for memory. The tuned tiles are several times larger and depend
 #   on the element width (for 2- and 4-byte elements, the best of a sweep of tile shapes and
-#   warps on an H200); every tile row is at least 128 contiguous bytes on both sides:
+#   warps on an H200); every tile row is at least 128 contiguous bytes on both sides. Rows
+#   that do not start at 16-byte multiples, like the odd shape of these checks, cannot be
+#   read or written more than one element at a time, and there a tall, narrow tile in two
+#   warps measured fastest:
 #
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :start-at: # Element size in bytes
@@ -217,9 +228,10 @@ else:
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :pyobject: transpose_kernel
 
-for size, (block_m, block_n, warps) in TILE_CONFIGS.items():
-    print(f"{size}-byte elements: {block_m} x {block_n} tile = {block_m * block_n * size // 1024} KiB, {warps} warps; "
-          f"tile rows of {block_n * size} bytes read and {block_m * size} bytes written")
+for rows, table in [("aligned rows", TILE_CONFIGS), ("other rows", UNALIGNED_TILE_CONFIGS)]:
+    for size, (block_m, block_n, warps) in table.items():
+        print(f"{rows}, {size}-byte elements: {block_m} x {block_n} tile = {block_m * block_n * size // 1024} KiB, "
+              f"{warps} warps; tile rows of {block_n * size} bytes read and {block_m * size} bytes written")
 check(transpose, method="tiles")
 check(transpose, method="tiles", block_m=32, block_n=128, group_m=4, num_warps=8)  # any knob is just as exact
 

@@ -232,7 +232,7 @@ signature |= {name: "i32" for name in ("M", "N", "K", "stride_ab", "stride_am", 
 # 2-D, row-major operands: a launch turns the batch size and the unit strides (all 1) into constants.
 constants = dict(BATCH=1, stride_ak=1, stride_bn=1, BLOCK_K=K_TILE_BYTES // 2, GROUP_M=8, A_BATCHED=False,
                  B_BATCHED=False, C_BATCHED=False, A_TRANSPOSED=False, B_TRANSPOSED=False, HAS_BIAS=False,
-                 HAS_SCALES=False, ACTIVATION="none", INPUT_PRECISION="tf32")
+                 HAS_SCALES=False, ACTIVATION="none", INPUT_PRECISION="tf32", FAST_ACCUM=False)
 for label, (bm, bn, stages, warps), specialized in [("step 4", CONFIG_TILES[0], False),
                                                      ("warp-specialized", WS_CONFIG_TILES[0], True)]:
     compiled = asm.compile_for_hopper(
@@ -275,6 +275,25 @@ got = tritonperf.matmul(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torc
 want = tritonperf.matmul_reference(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float16)
 assert_close(got, want, torch.float16)  # float8 inputs are exact in float16, so its tolerances apply
 print("float8 with scales matches the reference")
+
+# %%
+# On Hopper, the Tensor Cores' float8 instruction sums its products into an accumulator of
+# its own that is less precise than float32. By default the kernel adds that accumulator's
+# partial sums into a float32 one after every K tile, as ``torch._scaled_mm`` does by
+# default. ``fast_accum=True`` (``use_fast_accum=True`` in torch) leaves the whole of K to the
+# float8 accumulator: fewer instructions and half the accumulator registers, for a result
+# that drifts further from the exact one as K grows. The kernel passes the choice to
+# ``tl.dot`` as ``max_num_imprecise_acc``:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/matmul.py
+#    :pyobject: mma
+#
+# The interpreter computes float8 products exactly either way, so here both match the
+# reference; on a GPU the benchmark compares each mode with torch's same mode.
+
+fast = tritonperf.matmul(a8, b8, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float16, fast_accum=True)
+assert_close(fast, want, torch.float16)
+print("float8 with fast accumulation matches the reference")
 
 # %%
 # Measuring
@@ -321,6 +340,23 @@ for doc, live in results:
             print(f"  {label:18} {r['variant']:24} {r['TFLOPS']:6.0f} TFLOPS  {versus}")
 
 # %%
+# float8 in its two modes, each against torch's same mode: ``tritonperf`` against ``torch``
+# (``torch._scaled_mm``), and ``step-6-fast-accum`` (``fast_accum=True``) against
+# ``torch-fast-accum`` (``use_fast_accum=True``):
+
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    for n in (4096, 8192):
+        case = {r["variant"]: r for r in doc["records"] if r["kernel"] == "matmul"
+                and r["dtype"] == "float8_e4m3fn" and r["shape"] == {"M": n, "N": n, "K": n}}
+        for ours, theirs in [("tritonperf", "torch"), ("step-6-fast-accum", "torch-fast-accum")]:
+            if ours in case and theirs in case:
+                print(f"  {n}^3 {ours:17} {case[ours]['TFLOPS']:6.0f} TFLOPS against {theirs:17} "
+                      f"{case[theirs]['TFLOPS']:6.0f}: {case[theirs]['ms'] / case[ours]['ms']:.2f}x")
+            else:
+                print(f"  {n}^3 {ours} against {theirs}: not in this run")
+
+# %%
 # On the roofline
 # ---------------
 # The same run's records placed against its two ceilings: the memory-bound kernels of the
@@ -344,3 +380,5 @@ for doc, live in results:
 #   pointer kernel for operands the descriptors cannot describe.
 # * Warp specialization is one flag on the loop, but not a gain everywhere, and Triton does not
 #   compile it for every operand: measure it per shape, as the autotuner does.
+# * Compare like with like: float8 with fast accumulation against torch's fast accumulation,
+#   and the default mode against torch's default.

@@ -99,12 +99,13 @@ def tolerance_dtype(in_dtype: torch.dtype, out_dtype: torch.dtype) -> torch.dtyp
 # compile and time every candidate for each new combination of shape bucket, dtype, bias and
 # activation, minutes for this file. Autotuning has tests of its own below.
 PINNED_ON_GPU = dict(block_m=64, block_n=64, num_warps=4, num_stages=3)
+NOT_LAUNCH_KNOBS = {"fast_accum"}  # arguments to check() that leave the launch configuration to it
 
 
 def check(a, b, bias=None, activation=None, out_dtype=None, scale_a=None, scale_b=None, **knobs):
     """Run matmul into a NaN-filled output and compare with the float64 reference; return the result."""
-    if ON_GPU and not knobs:
-        knobs = dict(PINNED_ON_GPU)
+    if ON_GPU and not knobs.keys() - NOT_LAUNCH_KNOBS:
+        knobs = PINNED_ON_GPU | knobs
     batch = max(a.shape[0] if a.dim() == 3 else 0, b.shape[0] if b.dim() == 3 else 0)
     shape = (a.shape[-2], b.shape[-1]) if a.dim() == b.dim() == 2 else (batch, a.shape[-2], b.shape[-1])
     dtype = out_dtype or (torch.bfloat16 if a.dtype == FP8 else a.dtype)
@@ -167,29 +168,32 @@ def test_gelu_is_the_exact_erf_form(device):
 
 
 # -- float8 --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fast_accum", [False, True])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (17, 33, 100), (64, 48, 128)], ids=str)
-def test_fp8_with_scales(shape, device):
+def test_fp8_with_scales(shape, fast_accum, device):
     # The interpreter runs float8_e4m3fn dots exactly (both operands are widened to float16 first).
     M, N, K = shape
     a, b = inputs((M, K), (K, N), FP8, device)
     sa, sb = scales(device)
-    check(a, b, scale_a=sa, scale_b=sb, out_dtype=FP8_OUT)
-    check(a, b, random_tensor((N,), torch.float32, device), "silu", torch.float32, sa, sb)
+    check(a, b, scale_a=sa, scale_b=sb, out_dtype=FP8_OUT, fast_accum=fast_accum)
+    check(a, b, random_tensor((N,), torch.float32, device), "silu", torch.float32, sa, sb, fast_accum=fast_accum)
 
 
 @gpu_only
+@pytest.mark.parametrize("fast_accum", [False, True])
 @pytest.mark.parametrize("shape", [(1000, 1000, 1000), (4096, 4096, 4096), (1823, 781, 1024)], ids=str)
-def test_fp8_defaults_to_bfloat16_and_agrees_with_scaled_mm(shape):
+def test_fp8_defaults_to_bfloat16_and_agrees_with_scaled_mm(shape, fast_accum):
     if torch.cuda.get_device_capability() < (8, 9):
         pytest.skip("float8 needs compute capability 8.9 or newer")
     M, N, K = shape
     a, b = inputs((M, K), (N, K), FP8, "cuda")
     b = b.t()  # column-major, as torch._scaled_mm needs
     sa, sb = scales("cuda", 0.75, 1.5)
-    c = check(a, b, scale_a=sa, scale_b=sb)
+    # Autotuned, not pinned: the configs the benchmark times, warp-specialized ones included.
+    c = check(a, b, scale_a=sa, scale_b=sb, fast_accum=fast_accum, method="auto")
     assert c.dtype == torch.bfloat16
     if M % 16 == 0 and N % 16 == 0 and K % 16 == 0:
-        theirs = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+        theirs = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
         assert_close(c, theirs.double(), torch.bfloat16)
 
 
@@ -652,6 +656,15 @@ def test_scales_are_refused_without_fp8(device):
         matmul(*_pair(device, torch.float16), scale_a=sa, scale_b=sb)
     with pytest.raises(ValueError, match="apply to float8_e4m3fn inputs only"):
         matmul(*_pair(device), scale_b=sb)
+
+
+def test_fast_accum_is_for_fp8_only(device):
+    with pytest.raises(ValueError, match="fast_accum applies to float8_e4m3fn inputs only; got float16 inputs"):
+        matmul(*_pair(device, torch.float16), fast_accum=True)
+    a, b = _pair(device, FP8)
+    sa, sb = scales(device)
+    with pytest.raises(TypeError, match="fast_accum must be True or False, got 1"):
+        matmul(a, b, scale_a=sa, scale_b=sb, out_dtype=FP8_OUT, fast_accum=1)
 
 
 def test_rejects_bad_scales(device):

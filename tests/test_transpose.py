@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 
 from tritonperf import runtime
 from tritonperf.bench.suites import transpose as suite
-from tritonperf.kernels.transpose import BITS_DTYPES, TILE_CONFIGS, transpose, transpose_bytes, transpose_method, transpose_reference
+from tritonperf.kernels.transpose import (
+    BITS_DTYPES,
+    TILE_CONFIGS,
+    UNALIGNED_TILE_CONFIGS,
+    transpose,
+    transpose_bytes,
+    transpose_method,
+    transpose_reference,
+)
 from tritonperf.ladders.transpose import transpose_coalesced_writes, transpose_row_per_program, transpose_tiles
 
 # The module, not the function of the same name that tritonperf.kernels exports.
@@ -148,6 +156,19 @@ def test_64_bit_offsets_path(device, monkeypatch):
     monkeypatch.setattr(tp, "_INT32_LIMIT", 100)
     check(random_input((3, 37, 53), torch.float32, device))
     check(random_input((90, 130), torch.int8, device)[:, ::2])
+
+
+def test_rows_off_16_byte_multiples_take_their_own_tile(device, monkeypatch):
+    chosen = []
+    choose = tp._config
+    monkeypatch.setattr(tp, "_config", lambda table, *args: chosen.append(table[4]) or choose(table, *args))
+    check(random_input((256, 256), torch.float32, device))
+    check(random_input((256, 260), torch.float32, device)[:, :255])  # input rows 1040 bytes apart, output rows of 1 KiB
+    check(random_input((256, 257), torch.float32, device))  # input rows 1028 bytes apart
+    check(random_input((257, 256), torch.float32, device))  # output rows of 1028 bytes
+    check(random_input((256, 259), torch.float32, device)[:, :256])  # input rows 1036 bytes apart
+    aligned, unaligned = TILE_CONFIGS[4], UNALIGNED_TILE_CONFIGS[4]
+    assert chosen == [aligned, aligned, unaligned, unaligned, unaligned]
 
 
 # -- tuning knobs --------------------------------------------------------------------------------

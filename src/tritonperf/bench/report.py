@@ -256,6 +256,8 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]
      {"M": 8192, "N": 8192, "K": 1024}, "step-4-persistent-tma", "step-4-warp-specialized"),
     ("warp specialization: copy and compute warp groups", "plot_06_matmul", "matmul", "fwd", "float16",
      {"M": 8192, "N": 8192, "K": 8192}, "step-4-persistent-tma", "step-4-warp-specialized"),
+    ("float8 fast accumulation: no float32 partial sums", "plot_06_matmul", "matmul", "fwd", "float8_e4m3fn",
+     {"M": 8192, "N": 8192, "K": 8192}, "tritonperf", "step-6-fast-accum"),
     ("fused epilogue (GELU)", "plot_06_matmul", "matmul", "fwd", "float16", {"M": 4096, "N": 4096, "K": 4096},
      "torch-matmul-then-gelu", "step-5-fused-gelu"),
     ("fusion with an online softmax: no N × N scores in memory", "plot_07_attention", "attention", "fwd", "float16",

@@ -133,6 +133,20 @@ def epilogue(acc, cols, N, bias_ptr, scale_a_ptr, scale_b_ptr,
 
 
 @triton.jit
+def mma(a, b, acc, BLOCK_K: tl.constexpr, INPUT_PRECISION: tl.constexpr, FAST_ACCUM: tl.constexpr):
+    # float32 inputs go through the Tensor Cores as tf32 (10-bit mantissa) unless INPUT_PRECISION is
+    # "ieee" (full float32 on the ordinary FMA units). On Hopper the float8 MMA sums into an
+    # accumulator of its own, less precise than float32: its partial sums are added into the float32
+    # accumulator after every BLOCK_K, unless FAST_ACCUM leaves the whole of K to it (Triton's
+    # default on sm_90; torch._scaled_mm's use_fast_accum=True).
+    if FAST_ACCUM:
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    else:
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
+    return acc
+
+
+@triton.jit
 def matmul_kernel(
     a_ptr, b_ptr, c_ptr, bias_ptr, scale_a_ptr, scale_b_ptr,
     M, N, K,
@@ -142,7 +156,7 @@ def matmul_kernel(
     M_BUCKET, N_BUCKET, K_BUCKET,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, ACTIVATION: tl.constexpr, INT64: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr, FAST_ACCUM: tl.constexpr = False,
 ):
     # M_BUCKET, N_BUCKET and K_BUCKET are unused here: they exist as the autotuner's key.
     # Program (t, z) computes output tile t of matrix z of the batch; a batch stride of 0
@@ -174,18 +188,14 @@ def matmul_kernel(
     for _ in tl.range(0, k_whole, BLOCK_K):
         a = tl.load(a_ptrs, mask=row_ok, other=0.0)
         b = tl.load(b_ptrs, mask=col_ok, other=0.0)
-        # float32 inputs go through the Tensor Cores as tf32 (10-bit mantissa) unless INPUT_PRECISION
-        # is "ieee" (full float32 on the ordinary FMA units). float8 partial sums are added into the
-        # float32 accumulator after every BLOCK_K: on Hopper, Triton would otherwise let the fp8 MMA
-        # accumulate the whole of K in its own, less precise, accumulator.
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
+        acc = mma(a, b, acc, BLOCK_K, INPUT_PRECISION, FAST_ACCUM)
         a_ptrs += step_a
         b_ptrs += step_b
     if k_whole < K:  # a last, partial K tile; zeros past the end of K add nothing to the sums
         k_ok = ks < K - k_whole
         a = tl.load(a_ptrs, mask=row_ok & k_ok[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=k_ok[:, None] & col_ok, other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
+        acc = mma(a, b, acc, BLOCK_K, INPUT_PRECISION, FAST_ACCUM)
 
     acc = epilogue(acc, cols, N, bias_ptr, scale_a_ptr, scale_b_ptr, HAS_BIAS, HAS_SCALES, ACTIVATION)
     c_ptrs = c_ptr + z * stride_cb + rows[:, None] * stride_cm + cols[None, :] * stride_cn
@@ -238,7 +248,7 @@ def matmul_tma_kernel(
     A_BATCHED: tl.constexpr, B_BATCHED: tl.constexpr, C_BATCHED: tl.constexpr,
     A_TRANSPOSED: tl.constexpr, B_TRANSPOSED: tl.constexpr,
     HAS_BIAS: tl.constexpr, HAS_SCALES: tl.constexpr, ACTIVATION: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr = False,
+    FAST_ACCUM: tl.constexpr = False, WARP_SPECIALIZE: tl.constexpr = False,
 ):
     # Descriptors are built once per program, and each program then walks tiles
     # num_programs apart: the grid is at most one program per SM, so descriptor set-up and
@@ -269,7 +279,7 @@ def matmul_tma_kernel(
         for k0 in tl.range(0, K, BLOCK_K):
             a = _load_tile(a_desc, z, m0, k0, BLOCK_M, BLOCK_K, A_BATCHED, A_TRANSPOSED)
             b = _load_tile(b_desc, z, k0, n0, BLOCK_K, BLOCK_N, B_BATCHED, B_TRANSPOSED)
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION, max_num_imprecise_acc=BLOCK_K)
+            acc = mma(a, b, acc, BLOCK_K, INPUT_PRECISION, FAST_ACCUM)
         cols = n0 + tl.arange(0, BLOCK_N)
         acc = epilogue(acc, cols, N, bias_ptr, scale_a_ptr, scale_b_ptr, HAS_BIAS, HAS_SCALES, ACTIVATION)
         c = acc.to(c_ptr.dtype.element_ty)
@@ -406,8 +416,9 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
 def _tuned(kernel, configs: list[triton.Config], tma: bool):
     return triton.autotune(
         configs=configs,
-        # The autotuner adds the dtypes of the tensor arguments; tf32 and full float32 tune apart.
-        key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
+        # The autotuner adds the dtypes of the tensor arguments; tf32 and full float32 tune apart,
+        # and so do float8's two ways of accumulating.
+        key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION", "FAST_ACCUM"],
         prune_configs_by={"early_config_prune": functools.partial(prune_configs, tma=tma)},
         cache_results=True,  # tuning results are kept in TRITON_CACHE_DIR for later processes
     )(kernel)
@@ -601,6 +612,7 @@ def matmul(
     num_stages: int | None = None,
     warp_specialize: bool | None = None,
     input_precision: str = "tf32",
+    fast_accum: bool = False,
 ) -> torch.Tensor:
     """``activation(scale_a * scale_b * (a @ b) + bias)`` in one kernel, accumulated in float32.
 
@@ -645,20 +657,26 @@ def matmul(
             product, float32, float8 unless ``b`` is column-major), None runs the plain kernel
             and True is refused.
         input_precision: ``"tf32"`` (default) or ``"ieee"``, for float32 inputs only.
+        fast_accum: float8 inputs only. False (default): the partial sums of the Tensor Cores'
+            float8 accumulator, which is less precise than float32, are added into a float32
+            accumulator after every K tile, as ``torch._scaled_mm`` does by default. True: the
+            float8 accumulator sums the whole of K, faster and less precise, as
+            ``torch._scaled_mm(..., use_fast_accum=True)`` does.
 
     Returns:
         ``out``, or a new contiguous tensor of shape ``(M, N)``, or ``(B, M, N)`` when either
         input is 3-D.
 
     Raises:
-        TypeError: a non-tensor argument, an unsupported input, output, bias or scale dtype.
+        TypeError: a non-tensor argument, an unsupported input, output, bias or scale dtype, a
+            ``fast_accum`` that is not a bool.
         ValueError: a wrong rank, mismatched inner dimensions, batch sizes, dtypes or devices, a
             bias of the wrong shape or dtype, an unknown activation, float8 without scales or
             scales without float8, float8 on a GPU older than compute capability 8.9, a bad
             ``out``, a bad knob, ``warp_specialize`` without ``method="tma"`` (or True where
             Triton cannot compile it), ``input_precision="ieee"`` for inputs other than float32,
-            inputs that require a gradient (there is no backward pass), or ``method="tma"`` where
-            tensor descriptors cannot be used.
+            ``fast_accum=True`` for inputs other than float8, inputs that require a gradient
+            (there is no backward pass), or ``method="tma"`` where tensor descriptors cannot be used.
     """
     _check_operand("a", a, "(M, K)")
     _check_operand("b", b, "(K, N)")
@@ -704,6 +722,10 @@ def matmul(
         raise ValueError(f"input_precision must be one of {', '.join(INPUT_PRECISIONS)}; got {input_precision!r}")
     if input_precision != "tf32" and a.dtype != torch.float32:
         raise ValueError(f"input_precision applies to float32 inputs only; got {_dtype_name(a.dtype)} inputs")
+    if not isinstance(fast_accum, bool):
+        raise TypeError(f"fast_accum must be True or False, got {fast_accum!r}")
+    if fast_accum and a.dtype != FP8:
+        raise ValueError(f"fast_accum applies to float8_e4m3fn inputs only; got {_dtype_name(a.dtype)} inputs")
     if batch is not None and batch > _MAX_BATCH:
         raise ValueError(f"at most {_MAX_BATCH} matrices per batch are supported, got {batch}")
 
@@ -740,7 +762,7 @@ def matmul(
         )
         _check_pinned_tile(tile, a, out, device, tma=method == "tma")
     common = dict(GROUP_M=group_m, HAS_BIAS=bias is not None, HAS_SCALES=a.dtype == FP8, INPUT_PRECISION=input_precision,
-                  ACTIVATION=activation or "none")
+                  FAST_ACCUM=fast_accum, ACTIVATION=activation or "none")
     buckets = (_bucket(M), _bucket(N), _bucket(K))
     sa, sb = _strides(a), _strides(b)
     c3 = out.view(batch, M, N)

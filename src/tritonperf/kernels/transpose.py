@@ -132,6 +132,13 @@ def transpose_tma_kernel(
 # elements were best on every aligned shape. 1- and 8-byte sizes keep about 16 KiB a tile (not swept).
 TILE_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 8), 8: (32, 64, 4)}
 TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4), 4: (64, 64, 4), 8: (32, 64, 4)}
+# The pointer kernel on rows that do not all start at 16-byte multiples (an input row stride or
+# an output row of M elements that is not a multiple of 16 bytes): no access can be wider than
+# one element there, and tall, narrow tiles in 2 warps won. Same H200 sweep plus 2 warps, shapes
+# 8191 x 4097, 4097 x 8191 and 12289 x 5121: 128 x 32 in 2 warps moved 2509-2628 GB/s in float16
+# (the aligned entry 1860-1938) and 3064-3162 in float32 (2746-2820). Other element sizes keep
+# TILE_CONFIGS (not swept).
+UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (128, 32, 2), 4: (128, 32, 2)}
 DEFAULT_GROUP_M = 8
 # Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
 # (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
@@ -194,6 +201,15 @@ def _tma_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
     if xb.shape[1] * size % 16:
         return f"every output row must start at a 16-byte multiple (M = {xb.shape[1]} x {size} bytes)"
     return None
+
+
+def _rows_aligned(xb: torch.Tensor, yb: torch.Tensor) -> bool:
+    """Whether every row of ``xb`` and of ``yb`` (both ``(batch, rows, cols)``) starts at a 16-byte multiple."""
+    size = xb.element_size()
+    starts = [xb.data_ptr(), yb.data_ptr(), xb.stride(1) * size, yb.stride(1) * size]
+    if xb.shape[0] > 1:
+        starts += [xb.stride(0) * size, yb.stride(0) * size]
+    return all(start % 16 == 0 for start in starts)
 
 
 def _resolve_method(method: str, xb: torch.Tensor, yb: torch.Tensor | None) -> str:
@@ -261,7 +277,7 @@ def transpose(
             which takes ``"tma"`` where it can run for the element sizes in ``AUTO_TMA_SIZES``
             (none at present) and ``"tiles"`` everywhere else.
         block_m, block_n: tile shape (rows, columns of ``x``), powers of two; chosen from the
-            element size when omitted.
+            element size, and from whether every row starts at a 16-byte multiple, when omitted.
         group_m: tile rows walked together before moving to the next tile column (1: row-major).
         num_warps: warps per program, a power of two; chosen from the tile size when omitted.
         programs_per_sm: None (default) launches one program per tile; a number launches that
@@ -315,7 +331,10 @@ def transpose(
     method = _resolve_method(method, xb, yb)
     size = x.element_size()
 
-    table = TMA_CONFIGS if method == "tma" else TILE_CONFIGS
+    if method == "tma":
+        table = TMA_CONFIGS
+    else:
+        table = TILE_CONFIGS if _rows_aligned(xb, yb) else TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
     bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps)
     if bm * bn > _MAX_TILE_ELEMENTS:
         raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")

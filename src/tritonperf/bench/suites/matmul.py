@@ -19,6 +19,9 @@ Every variant allocates its output, as ``torch.matmul`` does, and the rate count
 * float8_e4m3fn with per-tensor scales and bfloat16 output: ours against ``torch._scaled_mm``,
   which needs ``b`` column-major, so ``b`` is given that way to every variant (ours reads it
   through its strides), and the pointer kernel, the plain and the warp-specialized TMA kernel.
+  Each side also runs with fast accumulation (``step-6-fast-accum``: ``tritonperf`` with
+  ``fast_accum=True``; ``torch-fast-accum``: ``use_fast_accum=True``), which leaves the whole of
+  K to the Tensor Cores' float8 accumulator: compare those two with each other.
 """
 
 from __future__ import annotations
@@ -79,9 +82,10 @@ def torch_matmul_tf32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         backend.fp32_precision = previous
 
 
-def torch_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor) -> torch.Tensor:
+def torch_scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                    fast_accum: bool = False) -> torch.Tensor:
     """torch's float8 matmul, with the same scales and the same bfloat16 output as ours."""
-    return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)
+    return torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, use_fast_accum=fast_accum)
 
 
 def _flops(shape: Shape, dtype: torch.dtype) -> int:
@@ -138,11 +142,13 @@ def specs() -> list[BenchSpec]:
             variants={
                 "tritonperf": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb),
                 "torch": torch_scaled_mm,
+                "torch-fast-accum": lambda a, b, sa, sb: torch_scaled_mm(a, b, sa, sb, fast_accum=True),
                 "step-3-autotuned": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tiles"),
                 "step-4-persistent-tma": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tma",
                                                                      warp_specialize=False),
                 "step-4-warp-specialized": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, method="tma",
                                                                        warp_specialize=True),
+                "step-6-fast-accum": lambda a, b, sa, sb: matmul(a, b, scale_a=sa, scale_b=sb, fast_accum=True),
             },
             **common,
         ),
