@@ -356,8 +356,8 @@ for doc, live in results:
 #   at 65536 columns (step 1 spills so much there that the benchmark leaves it out). Below
 #   that, read the plots rather than the rule: in the recorded H200 run, step 1's four warps
 #   are *faster* than step 2 for 16-bit rows of 4096 to 16384 columns. Warps are not the whole
-#   story: the final forward holds those rows 1-D, one per program, with the table's 4 to 8
-#   warps, and is level with step 1 up to 8192 columns and ahead of it at 16384.
+#   story: the final forward holds those rows 1-D, one per program, in 8 warps, and in the
+#   recorded run it is level with step 1 up to 8192 columns and ahead of it at 16384.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
 #   2048 columns, where one row is too little work for a program; the two-pass path carries the
 #   speed to rows too long for registers.

@@ -393,7 +393,7 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # warps grow with the tile so each thread holds 16-32 elements, enough for
 # 16-byte loads without spilling (compiled for sm_90, 32768 columns in 32 warps spill).
 # The forward's 128, 512 and 2048 entries are estimates that keep about 16 elements a thread.
-# The 8192 and 16384 forward entries (4 and 8 warps, one row a program, the 1-D path) come from
+# The 8192 and 16384 forward entries (one row a program, the 1-D path; 4 and 8 warps at first) come from
 # H200 comparisons (triton 3.6). Measured with this kernel at commit ec12c36, as fractions of the copy
 # ceiling, against the recorded run of commit 3515e24 (8 and 16 warps, persistent, 2-D tiles):
 # float16 16384 x 8192 0.955 (0.834), 4096 x 16384 0.881 (0.586), 16384 x 5120 0.792 (0.709);
