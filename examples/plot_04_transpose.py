@@ -228,9 +228,9 @@ else:
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :pyobject: transpose_kernel
 
-for rows, table in [("aligned rows", TILE_CONFIGS), ("other rows", UNALIGNED_TILE_CONFIGS)]:
+for alignment, table in [("aligned rows", TILE_CONFIGS), ("other rows", UNALIGNED_TILE_CONFIGS)]:
     for size, (block_m, block_n, warps) in table.items():
-        print(f"{rows}, {size}-byte elements: {block_m} x {block_n} tile = {block_m * block_n * size // 1024} KiB, "
+        print(f"{alignment}, {size}-byte elements: {block_m} x {block_n} tile = {block_m * block_n * size // 1024} KiB, "
               f"{warps} warps; tile rows of {block_n * size} bytes read and {block_m * size} bytes written")
 check(transpose, method="tiles")
 check(transpose, method="tiles", block_m=32, block_n=128, group_m=4, num_warps=8)  # any knob is just as exact
