@@ -20,9 +20,10 @@ Two kernels:
   warp-specialized: Triton gives the TMA copies to one warp group and the matmuls to two others,
   each of which takes half of the tile's rows (``warp_specialize=True``; see :data:`WS_CONFIG_TILES`).
 
-Both accumulate in float32 whatever the inputs, and apply the epilogue to the float32 tile
-before the one conversion to the output dtype: the scales, the bias, the activation and the
-rounding cost no extra pass over ``C``.
+Both accumulate in float32 whatever the inputs (except float8 with ``fast_accum=True``, where
+the Tensor Cores' own, less precise accumulator sums the whole of K: see :func:`mma`), and apply
+the epilogue to the float32 tile before the one conversion to the output dtype: the scales, the
+bias, the activation and the rounding cost no extra pass over ``C``.
 
 Autotuning. The kernels are wrapped in ``triton.autotune`` over a short list of tile shapes
 (:data:`CONFIGS`; the TMA kernel also tries :data:`WS_CONFIGS`), keyed on ``M``, ``N`` and ``K``
