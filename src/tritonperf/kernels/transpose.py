@@ -133,8 +133,8 @@ def transpose_tma_kernel(
 TILE_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (128, 128, 8), 4: (64, 64, 8), 8: (32, 64, 4)}
 TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4), 4: (64, 64, 4), 8: (32, 64, 4)}
 # The pointer kernel on rows that do not all start at 16-byte multiples (an input row stride or
-# an output row of M elements that is not a multiple of 16 bytes): no access can be wider than
-# one element there, and tall, narrow tiles in 2 warps won. Same H200 sweep plus 2 warps, shapes
+# an output row of M elements that is not a multiple of 16 bytes): on that side no access can be
+# wider than one element, and tall, narrow tiles in 2 warps won. Same H200 sweep plus 2 warps, shapes
 # 8191 x 4097, 4097 x 8191 and 12289 x 5121: 128 x 32 in 2 warps moved 2509-2628 GB/s in float16
 # (the aligned entry 1860-1938) and 3064-3162 in float32 (2746-2820). Other element sizes keep
 # TILE_CONFIGS (not swept).
