@@ -377,6 +377,10 @@ def _pipeline_bytes(block_m: int, block_n: int, block_k: int, stages: int, items
     return stages * (block_m * block_k + block_k * block_n) * itemsize
 
 
+def _tile_area(config: triton.Config) -> int:
+    return config.kwargs["BLOCK_M"] * config.kwargs["BLOCK_N"]
+
+
 def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool = False, **kwargs) -> list[triton.Config]:
     """The autotuner's ``early_config_prune``: the configs worth timing for one problem.
 
@@ -405,13 +409,13 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
         if need <= limit:
             fitting.append(with_block_k(config, config.num_stages))
     if not fitting:  # only on GPUs with far less shared memory than Ampere's: the smallest tile, 2 stages
-        return [with_block_k(min(configs, key=lambda cf: cf.kwargs["BLOCK_M"] * cf.kwargs["BLOCK_N"]), 2)]
+        return [with_block_k(min(configs, key=_tile_area), 2)]
     cap_m = max(min(cf.kwargs["BLOCK_M"] for cf in fitting), next_power_of_2(M))
     cap_n = max(min(cf.kwargs["BLOCK_N"] for cf in fitting), next_power_of_2(N))
     kept = [cf for cf in fitting if cf.kwargs["BLOCK_M"] <= cap_m and cf.kwargs["BLOCK_N"] <= cap_n]
     # A list whose tiles are all large one way or the other (the warp-specialized one) can lose
     # every config to the caps on a small problem: then the smallest tile.
-    return kept or [min(fitting, key=lambda cf: cf.kwargs["BLOCK_M"] * cf.kwargs["BLOCK_N"])]
+    return kept or [min(fitting, key=_tile_area)]
 
 
 def _tuned(kernel, configs: list[triton.Config], tma: bool):

@@ -206,9 +206,10 @@ def _tma_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
 def _rows_aligned(xb: torch.Tensor, yb: torch.Tensor) -> bool:
     """Whether every row of ``xb`` and of ``yb`` (both ``(batch, rows, cols)``) starts at a 16-byte multiple."""
     size = xb.element_size()
+    # yb is contiguous: its matrices start at multiples of its row length, so its row stride covers them.
     starts = [xb.data_ptr(), yb.data_ptr(), xb.stride(1) * size, yb.stride(1) * size]
     if xb.shape[0] > 1:
-        starts += [xb.stride(0) * size, yb.stride(0) * size]
+        starts.append(xb.stride(0) * size)
     return all(start % 16 == 0 for start in starts)
 
 
