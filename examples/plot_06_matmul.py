@@ -398,7 +398,9 @@ for doc, live in results:
 # * Reuse is what makes a kernel compute-bound: a tile of ``C`` reads panels of ``A`` and ``B``
 #   once from memory and uses each element ``BLOCK_N`` or ``BLOCK_M`` times from on-chip memory.
 # * Accumulate in float32 and apply scales, bias and activation to the accumulator: the
-#   epilogue costs no extra pass over ``C``.
+#   epilogue costs no extra pass over ``C``. Its arithmetic is not free, though: nothing
+#   overlaps it, so an expensive activation (the exact GELU) can cost what the saved pass
+#   saves. Key the autotuner on the epilogue too.
 # * Program order is a memory optimization: the programs that run together should share
 #   panels.
 # * Autotune over a short, pruned list keyed on shape buckets, and keep the cache between

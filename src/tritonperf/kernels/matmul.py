@@ -656,8 +656,9 @@ def matmul(
             sizes must be equal or one of them 1; a 2-D operand, or a batch of one, is shared by
             every matrix of the other's batch (as in ``torch.matmul``).
         bias: optional ``(N,)`` contiguous vector added to every row, in the output dtype or float32.
-        activation: None, ``"relu"``, ``"gelu"`` (exact, erf-based: ``torch.nn.functional.gelu``'s
-            default) or ``"silu"``, applied after the bias.
+        activation: None, ``"relu"``, ``"gelu"`` (the exact, erf-based GELU of
+            ``torch.nn.functional.gelu``'s default, not the tanh approximation; evaluated to
+            within 1e-7 by the kernel's branch-free ``normal_cdf``) or ``"silu"``, applied after the bias.
         out_dtype: float32, float16 or bfloat16; default the input dtype (bfloat16 for float8).
         scale_a, scale_b: required with float8 inputs and refused otherwise: 0-d float32
             tensors on the inputs' device that multiply the product (dequantization scales).
