@@ -30,6 +30,7 @@ from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize
 from tritonperf.kernels.softmax import (
     MAX_FUSED_N,
+    MAX_FUSED_N_FWD_16BIT,
     softmax,
     softmax_backward,
     softmax_backward_reference,
@@ -150,10 +151,13 @@ print("step 2 matches the reference")
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: softmax_fwd_kernel
 #
-# The configurations it picks for 4096 rows on this machine (rows of up to ``MAX_FUSED_N`` columns
-# are held in registers):
+# The configurations it picks for 4096 rows of float16 on this machine. Rows of up to
+# ``MAX_FUSED_N`` columns are held in registers; in the forward of 16-bit rows, up to
+# ``MAX_FUSED_N_FWD_16BIT``. There each of 1024 threads holds 64 float32 values, all a thread of
+# so large a program can have, and the compiler spills a few of them to local memory. It still
+# measured faster than the two passes below (the numbers are in the source's comment).
 
-print(f"MAX_FUSED_N = {MAX_FUSED_N}")
+print(f"MAX_FUSED_N = {MAX_FUSED_N}, MAX_FUSED_N_FWD_16BIT = {MAX_FUSED_N_FWD_16BIT}")
 for n in (256, 1024, 4096, 5120, 16384, 65536, 1 << 20):
     plan = softmax_plan(4096, n, torch.float16, "fwd", DEVICE)
     print(f"N = {n:7}: path {plan.path:6}  block {plan.block_n:5}  rows/program {plan.rows_per_program:2}  "
@@ -168,7 +172,7 @@ print(f"tritonperf.softmax: relative error {relative_error(y, reference):.2e}, t
 # %%
 # Rows longer than the registers: online softmax
 # -----------------------------------------------
-# Above ``MAX_FUSED_N`` columns (printed above) a row no longer fits in registers, and rows of
+# Above those lengths (printed above) a row no longer fits in registers, and rows of
 # a million scores exist (long-context attention, large vocabularies). Reading such a row three
 # times, as step 1 does, would work but costs bytes. The **online** softmax needs only two passes:
 # the first keeps a *running* maximum ``m`` and a running sum ``s`` of ``exp(x - m)``. When a

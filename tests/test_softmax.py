@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tritonperf import runtime
 from tritonperf.kernels.softmax import (
     MAX_FUSED_N,
+    MAX_FUSED_N_FWD_16BIT,
     softmax,
     softmax_backward,
     softmax_backward_reference,
@@ -36,8 +37,9 @@ SHAPES = [
 ] + (
     [
         (4096, 5120),  # an LLM hidden size, the benchmark's rows
-        (4097, MAX_FUSED_N),  # the longest row held in registers
-        (4097, MAX_FUSED_N + 1),  # the shortest row streamed by the online path
+        (4097, MAX_FUSED_N),  # the longest row held in registers, except 16-bit forward rows
+        (4097, MAX_FUSED_N + 1),  # the shortest row streamed by the online path (16-bit forward: held)
+        (1000, MAX_FUSED_N_FWD_16BIT),  # the longest 16-bit forward row held in registers
         (300, 65536 + 5),  # online, more rows than SMs: one program per row, persistent grid
         (3, 2**20 + 7),  # online, fewer rows than SMs: rows split into chunks
     ]
@@ -289,9 +291,16 @@ def test_plan_paths_and_packing():
     assert short.path == "fused" and short.block_n == 256 and short.rows_per_program > 1
     assert short.grid == 4096 // short.rows_per_program
     assert softmax_plan(4096, 5120, h).block_n == 8192
-    assert softmax_plan(4096, MAX_FUSED_N, h).path == "fused"
-    assert softmax_plan(4096, MAX_FUSED_N + 1, h).path == "online"
-    assert softmax_plan(4096, 65536, h, max_fused_n=65536).path == "fused"
+    f = torch.float32
+    assert softmax_plan(4096, MAX_FUSED_N, f).path == "fused"
+    assert softmax_plan(4096, MAX_FUSED_N + 1, f).path == "online"
+    assert softmax_plan(4096, MAX_FUSED_N + 1, h, "bwd").path == "online"
+    # The forward of 16-bit rows is held in registers up to MAX_FUSED_N_FWD_16BIT columns, in 32 warps.
+    assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT, h).path == "fused"
+    assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT, torch.bfloat16).num_warps == 32
+    assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT + 1, h).path == "online"
+    assert softmax_plan(4096, 65536, f, max_fused_n=65536).path == "fused"
+    assert softmax_plan(4096, 65536, h, max_fused_n=MAX_FUSED_N).path == "online"
     # Fewer rows than SMs (4 on the CPU): rows are split into chunks that keep every SM busy.
     few = softmax_plan(2, 1 << 20, h)
     assert few.path == "split" and few.chunks * few.chunk_n >= 1 << 20 and few.chunk_n % few.block_n == 0
