@@ -31,6 +31,7 @@ small sizes, and the plots come from recorded results.
 
 import inspect
 import math
+import re
 
 import matplotlib.pyplot as plt
 import torch
@@ -39,7 +40,7 @@ import torch.nn.functional as F
 import tritonperf  # before triton: it switches on the interpreter when there is no GPU
 
 # isort: split
-from tritonperf import runtime
+from tritonperf import asm, runtime
 from tritonperf.bench import find_results, live_or_recorded, load, plot_results
 from tritonperf.bench.roofline import plot_roofline, ridge
 from tritonperf.bench.suites.attention import CHANNELS, HEAD_DIMS, SEQ_LENS, TOKENS
@@ -676,6 +677,48 @@ for doc, live in results:
 # probabilities from the log-sum-exp, and its dQ kernel recomputes the scores and ``dP`` once
 # more, two extra matmuls per block.
 #
+# The compiled code shows the first of these limits. Hopper's matmul instruction (``wgmma``) is
+# asynchronous: a warp group issues it, may go on with other work, and waits for the result
+# (``wgmma.wait_group``) before it reads the accumulator. Below, the forward's key loop for
+# ``D = 128`` (the descriptor table's entry, no masks), compiled for ``sm_90`` and read as the
+# order in which its instructions are issued: each ``Q Kᵀ`` is waited for before the softmax
+# starts (the ``ex2`` instructions), and the softmax ends before ``P V`` is issued. Inside one
+# program the Tensor Cores and the softmax take turns; only another program on the same SM can
+# fill the gaps.
+
+cfg = FWD_TMA_CONFIGS[(128, False, torch.float16)]
+sig = {f"{t}_src": f"tensordesc<fp16[1,1,{cfg.block_m if t in 'qo' else cfg.block_n},128]>" for t in "qkvo"}
+sig |= {"lse_ptr": "*fp32", "H": "i32", "N": "i32", "qk_scale": "fp32"}
+consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": False, "GROUP": 1,
+          "TMA": True, "SKIP_BLOCKS": True}
+for t in "qkvo":  # with descriptors the kernel reads no strides: fixed, to leave them out of the signature
+    consts |= {f"stride_{t}{dim}": 0 for dim in ("z", "h", "n" if t in "kv" else "m", "k")}
+ptx = asm.compile_for_hopper(attention_fwd_kernel, sig, consts, num_warps=cfg.num_warps,
+                             num_stages=cfg.num_stages).ptx
+
+
+def issue_order(block: str) -> list[str]:
+    """The wgmma issues, waits and ex2 instructions of a block of PTX, runs of one kind counted."""
+    kinds = {"wgmma.mma_async": "wgmma", "wgmma.wait_group": "wait", "ex2.approx": "ex2"}
+    runs: list[list] = []
+    for line in block.splitlines():
+        kind = next((name for op, name in kinds.items() if line.strip().startswith(op)), None)
+        if kind and runs and runs[-1][0] == kind:
+            runs[-1][1] += 1
+        elif kind:
+            runs.append([kind, 1])
+    return [f"{n} x {kind}" if n > 1 else kind for kind, n in runs]
+
+
+# The PTX's basic blocks start at labels; the unmasked key loop is the block with the most ex2.
+blocks = re.split(r"^\$L__BB\d+_\d+:", ptx, flags=re.MULTILINE)
+loop = max(blocks, key=lambda block: block.count("ex2.approx"))
+order = issue_order(loop)
+print("key loop, in issue order:", " -> ".join(order))
+first_wait, first_ex2 = order.index(next(o for o in order if o.endswith("wait"))), order.index(next(o for o in order if o.endswith("ex2")))
+assert first_wait < first_ex2 and re.search(r"wgmma\.wait_group\.sync\.aligned\s+0;", loop), order  # as the text says
+
+# %%
 # On the roofline
 # ---------------
 # The run's forward passes against its two ceilings, as in the matmul lesson. Attention's
