@@ -565,8 +565,9 @@ def softmax(
 
     Rows are the product of the leading dimensions. Rows of up to ``max_fused_n`` elements (by
     default 65536 in float16 and bfloat16, 32768 in float32) are held in registers and read once;
-    longer rows, of any length, are streamed twice (online softmax). A row of only ``-inf`` gives NaN, as in torch; large magnitudes cannot overflow.
-    When ``x`` requires a gradient, the backward pass runs :func:`softmax_backward`'s kernels.
+    longer rows, of any length, are streamed twice (online softmax). A row of only ``-inf`` gives
+    NaN, as in torch; large magnitudes cannot overflow. When ``x`` requires a gradient, the
+    backward pass runs :func:`softmax_backward`'s kernels.
 
     Args:
         x: a tensor of rank ≥ 1, dtype float32, float16 or bfloat16, on a CUDA device (or the CPU
