@@ -76,6 +76,17 @@ def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor | None, eps: float 
 
 
 @triton.jit
+def _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
+    # y * w + b for normalized rows y (one row, or a tile of them: w and b broadcast over the rows).
+    # w and b are loaded evict_last: see norm_fwd_kernel.
+    if HAS_W:
+        y = y * tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    if HAS_B:
+        y = y + tl.load(b_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    return y
+
+
+@triton.jit
 def _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps, cols, col_mask,
                   RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
     # One row held 1-D in registers: statistics, then the normalized row.
@@ -87,10 +98,7 @@ def _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride
         xc = tl.where(col_mask, x - mean, 0.0)
     rstd = tl.rsqrt(tl.sum(xc * xc, axis=0) / N + eps)
     y = xc * rstd
-    if HAS_W:
-        y = y * tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    if HAS_B:
-        y = y + tl.load(b_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    y = _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W, HAS_B)
     tl.store(y_ptr + row * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=col_mask)
     if not RMS:
         tl.store(mean_ptr + row, mean)
@@ -146,10 +154,7 @@ def norm_fwd_kernel(
                 xc = tl.where(mask, x - mean[:, None], 0.0)
             rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)
             y = xc * rstd[:, None]
-            if HAS_W:
-                y = y * tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)[None, :]
-            if HAS_B:
-                y = y + tl.load(b_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)[None, :]
+            y = _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W, HAS_B)
             tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
             if not RMS:
                 tl.store(mean_ptr + rows, mean, mask=row_mask)
