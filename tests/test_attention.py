@@ -27,7 +27,9 @@ from tritonperf.bench.records import SCHEMA
 from tritonperf.bench.suites import attention as suite
 from tritonperf.kernels.attention import (
     BWD_DKDV_CONFIGS,
+    BWD_DKDV_TMA_CONFIGS,
     BWD_DQ_CONFIGS,
+    BWD_DQ_TMA_CONFIGS,
     FP8,
     FP8_MIN_HEAD_DIM,
     FWD_CONFIGS,
@@ -215,6 +217,42 @@ def test_masking_every_block_gives_the_same_result(device, method):
         attention_fwd(q, k, v, True, skip_masked_blocks=0)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("method", ["pointers", "tma"])
+def test_backward_methods(device, method, causal):
+    # As test_forward_methods, for the gradients: q, k, v and dO read in place from packed projections
+    # at an odd length with grouped heads, every element of the poisoned dq, dk and dv written.
+    packed = random_tensor((2, 77, 3, 4, 64), torch.float16, device)
+    q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
+    k, v = k[:, :2], v[:, :2]
+    do = random_tensor((2, 77, 2, 4, 64), torch.float16, device)[:, :, 1].transpose(1, 2)
+    o, lse = attention_fwd(q, k, v, causal)
+    grads = [poisoned(t.shape, torch.float16, device) for t in (q, k, v)]
+    dq, dk, dv = attention_bwd(do, q, k, v, o, lse, causal, dq=grads[0], dk=grads[1], dv=grads[2], method=method)
+    assert dq is grads[0] and dk is grads[1] and dv is grads[2]
+    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    ref_grads = torch.autograd.grad(attention_reference(*ref_leaves, causal), ref_leaves, do.double())
+    for ours, ref in zip((dq, dk, dv), ref_grads, strict=True):
+        assert_close(ours, ref, torch.float16)
+
+
+def test_backward_method_choice(device):
+    q, k, v = qkv(1, 2, 2, 40, 64, torch.float16, device)
+    o, lse = attention_fwd(q, k, v)
+    do, dq, dk, dv = (torch.empty_like(t) for t in (q, q, k, v))
+    # "auto": TMA where both gradient kernels have a measured entry and every tensor allows it.
+    assert attn._bwd_method("auto", q, k, v, do, dq, dk, dv, False) == "tma"
+    narrow = [t[..., :32].contiguous() for t in (q, k, v, do, dq, dk, dv)]
+    assert attn._bwd_method("auto", *narrow, True) == "pointers"
+    # A gradient broadcast from a scalar (stride 0) has no descriptor: pointers, or an error that says why.
+    broadcast = torch.ones((), dtype=q.dtype, device=device).expand(q.shape)
+    assert attn._bwd_method("auto", q, k, v, broadcast, dq, dk, dv, False) == "pointers"
+    with pytest.raises(ValueError, match=r"method='tma' cannot run: do's head dim is not contiguous \(strides \(0, 0, 0, 0\)\)"):
+        attention_bwd(broadcast, q, k, v, o, lse, method="tma")
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma'; got 'tiles'"):
+        attention_bwd(broadcast, q, k, v, o, lse, method="tiles")
+
+
 def test_forward_method_choice(device):
     q, k, v = qkv(1, 2, 2, 40, 64, torch.float16, device)
     o = torch.empty_like(q)
@@ -292,20 +330,23 @@ def test_every_head_dim_causality_and_dtype_has_a_configuration():
     keys = {(d, c, dt) for d in HEAD_DIMS for c in (False, True) for dt in (torch.float16, torch.bfloat16)}
     for table in (BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS):
         assert set(table) == keys
+    # The backward takes TMA only where both of its kernels have a measured entry.
+    assert set(BWD_DKDV_TMA_CONFIGS) == set(BWD_DQ_TMA_CONFIGS) <= keys
     # float8: forward only, and only where Q Kᵀ's reduced dimension fits its MMA.
     assert set(FWD_CONFIGS) == keys | {(d, c, FP8) for d in HEAD_DIMS if d >= FP8_MIN_HEAD_DIM for c in (False, True)}
     assert set(FWD_TMA_CONFIGS) <= keys
     # The block a program owns is a whole number of the blocks it loops over (the causal split needs it).
     for cfg in [*FWD_CONFIGS.values(), *FWD_TMA_CONFIGS.values(), *BWD_DQ_CONFIGS.values(),
-                INTERPRETER_CONFIGS["fwd"], INTERPRETER_CONFIGS["fwd_tma"], INTERPRETER_CONFIGS["bwd_dq"]]:
+                *BWD_DQ_TMA_CONFIGS.values(), *(INTERPRETER_CONFIGS[k] for k in ("fwd", "fwd_tma", "bwd_dq", "bwd_dq_tma"))]:
         assert cfg.block_m % cfg.block_n == 0
-    for cfg in [*BWD_DKDV_CONFIGS.values(), INTERPRETER_CONFIGS["bwd_dkdv"]]:
+    for cfg in [*BWD_DKDV_CONFIGS.values(), *BWD_DKDV_TMA_CONFIGS.values(), INTERPRETER_CONFIGS["bwd_dkdv"],
+                INTERPRETER_CONFIGS["bwd_dkdv_tma"]]:
         assert cfg.block_n % cfg.block_m == 0
     if runtime.is_interpreter():
         assert attention_config(128, True, torch.float16, "bwd_dq") == INTERPRETER_CONFIGS["bwd_dq"]
     else:
         assert attention_config(128, True, torch.float16) == FWD_CONFIGS[(128, True, torch.float16)]
-    with pytest.raises(ValueError, match="kernel must be one of fwd, fwd_tma, bwd_dkdv, bwd_dq"):
+    with pytest.raises(ValueError, match="kernel must be one of fwd, fwd_tma, bwd_dkdv, bwd_dkdv_tma, bwd_dq, bwd_dq_tma"):
         attention_config(64, False, torch.float16, "bwd")
 
 
