@@ -46,7 +46,9 @@ from tritonperf.bench.roofline import plot_roofline, ridge
 from tritonperf.bench.suites.attention import CHANNELS, HEAD_DIMS, SEQ_LENS, TOKENS
 from tritonperf.kernels.attention import (
     BWD_DKDV_CONFIGS,
+    BWD_DKDV_TMA_CONFIGS,
     BWD_DQ_CONFIGS,
+    BWD_DQ_TMA_CONFIGS,
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
     _descriptor,
@@ -55,6 +57,7 @@ from tritonperf.kernels.attention import (
     _fwd_method,
     _hide_keys,
     _tma_obstacle,
+    attention_bwd_dkdv_kernel,
     attention_config,
     attention_fwd_kernel,
     attention_lse_reference,
@@ -500,15 +503,47 @@ print(inspect.getsource(_dkdv_blocks.fn))
 
 # %%
 # This kernel's registers are the tightest: ``K``, ``V``, ``dK`` and ``dV`` of its key block stay
-# there for the whole loop, so its blocks are smaller than the forward's. Both backward kernels
-# load through pointers. Their two tables, chosen by measurement where the benchmark runs
-# (``D`` = 64 and 128) and by compiling without spills elsewhere:
+# there for the whole loop, next to the tiles of the current query block. Loaded through
+# pointers, ``Q`` and ``dO`` also need a tile of addresses each, and at ``D = 128`` that is more
+# than a thread has. Through tensor descriptors the copy engine computes the addresses, and
+# the rows past ``N`` arrive as zeros: with ``lse`` and ``δ`` read as 0 there too, such a row adds
+# exactly nothing to ``dK`` and ``dV``, so the loop needs no sequence mask either. The kernel
+# compiled for ``sm_90`` both ways, at the descriptor table's ``D = 128`` entry:
 
-print("  D   dK/dV: BLOCK_M  BLOCK_N  warps  stages     dQ: BLOCK_M  BLOCK_N  warps  stages")
-for d in sorted({d for d, _, _ in FWD_CONFIGS}):
-    kv, dq_cfg = BWD_DKDV_CONFIGS[(d, False, torch.float16)], BWD_DQ_CONFIGS[(d, False, torch.float16)]
-    print(f"{d:3}   {kv.block_m:14}  {kv.block_n:7}  {kv.num_warps:5}  {kv.num_stages:6}  "
-          f"{dq_cfg.block_m:14}  {dq_cfg.block_n:7}  {dq_cfg.num_warps:5}  {dq_cfg.num_stages:6}")
+cfg = BWD_DKDV_TMA_CONFIGS[(128, False, torch.float16)]
+for tma in (False, True):
+    rows = {"q": cfg.block_m, "do": cfg.block_m, "k": cfg.block_n, "v": cfg.block_n, "dk": cfg.block_n, "dv": cfg.block_n}
+    sig = {f"{t}_src": f"tensordesc<fp16[1,1,{n},128]>" if tma else "*fp16" for t, n in rows.items()}
+    sig |= {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "H": "i32", "N": "i32", "sm_scale": "fp32", "qk_scale": "fp32"}
+    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": False, "GROUP": 1, "TMA": tma}
+    for t in rows:  # contiguous tensors: the head dim's stride is 1, the others multiples of 16
+        row = "m" if t in ("q", "do") else "n"
+        consts[f"stride_{t}k"] = 1
+        sig |= {f"stride_{t}{dim}": "i32" for dim in ("z", "h", row)}
+    aligned = [name for name, kind in sig.items() if kind.startswith(("*", "i32"))]
+    aligned.remove("N")
+    compiled = asm.compile_for_hopper(attention_bwd_dkdv_kernel, sig, consts, num_warps=cfg.num_warps,
+                                      num_stages=cfg.num_stages, divisible_by_16=aligned)
+    if compiled.resources is not None:
+        spilled = compiled.resources.local_memory_bytes
+        print(f"{'tensor descriptors' if tma else 'pointers':18}: {compiled.resources.registers} registers per thread, "
+              f"{spilled} bytes of local memory (spilled)")
+        assert (spilled == 0) == tma, spilled  # as the text says
+
+# %%
+# The pointer kernels have a table for every head dim and serve any layout; where the layout
+# allows (the forward's conditions), the backward moves its blocks through descriptors, with
+# tables of its own for ``D`` = 64 and 128. All four, chosen by measurement where the benchmark
+# runs and by compiling without spills elsewhere:
+
+for name, kv_table, dq_table in (("pointers", BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS),
+                                 ("tensor descriptors", BWD_DKDV_TMA_CONFIGS, BWD_DQ_TMA_CONFIGS)):
+    print(f"{name}:")
+    print("  D   dK/dV: BLOCK_M  BLOCK_N  warps  stages     dQ: BLOCK_M  BLOCK_N  warps  stages")
+    for d in sorted({d for d, _, _ in kv_table}):
+        kv, dq_cfg = kv_table[(d, False, torch.float16)], dq_table[(d, False, torch.float16)]
+        print(f"{d:3}   {kv.block_m:14}  {kv.block_n:7}  {kv.num_warps:5}  {kv.num_stages:6}  "
+              f"{dq_cfg.block_m:14}  {dq_cfg.block_n:7}  {dq_cfg.num_warps:5}  {dq_cfg.num_stages:6}")
 
 # %%
 # The second owns a block of queries and walks the key blocks, as the forward kernel does, to
@@ -673,9 +708,8 @@ for doc, live in results:
 # computed. Triton can split a loop among specialized warps (``warp_specialize=True`` on
 # ``tl.range``), but with triton 3.6 on Hopper the key loop of this kernel failed to compile that
 # way with 4 warps, and with 8 it compiled but ran no faster. The backward pass
-# loads through pointers and does more work than the rate counts: it recomputes the
-# probabilities from the log-sum-exp, and its dQ kernel recomputes the scores and ``dP`` once
-# more, two extra matmuls per block.
+# does more work than the rate counts: it recomputes the probabilities from the log-sum-exp,
+# and its dQ kernel recomputes the scores and ``dP`` once more, two extra matmuls per block.
 #
 # The compiled code shows the first of these limits. Hopper's matmul instruction (``wgmma``) is
 # asynchronous: a warp group issues it, may go on with other work, and waits for the result
