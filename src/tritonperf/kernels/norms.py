@@ -442,13 +442,15 @@ BWD_SHARED_BYTES = 192 * 1024
 # run: float16 4096 x 65536 0.57 of the ceiling (0.35 before the two-kernel split), 4096 x 16384 0.50
 # (0.43); that split reads x and dy twice, which caps it near 3/5 of the ceiling.
 FWD_TILED = (8192, 1, 16)
-# Rows that fit are not streamed: torch.compile's float32 forward of 4096-16384 columns is a looped
-# reduction of this kind (x read evict_last for the statistics, re-read evict_first from L2), and it
-# is 2-6% faster than the kernel above at those shapes, but this tiled kernel was slower than the
-# one-pass one there. Interleaved, on an H200 (triton 3.6, 2026-11-22; GB/s, one pass / best tiled
-# of 7 block, warp and grid choices / torch.compile): layer norm float32 16384 x 8192 4093 / 3937 /
-# 4227, 4096 x 16384 3476 / 3433 / 3710; RMS norm float32 16384 x 4096 4006 / 4140 / 4173, the one
-# case where tiles won (by 3%).
+# Rows that fit are not streamed. torch.compile's float32 forward of 4096-16384 columns is a looped
+# reduction: x read evict_last for the statistics, then re-read evict_first from L2 (its autotuner
+# chose 1 row a program, 2048-8192 columns a step, 16 warps, 1 stage). It ran 1-7% faster than the
+# one-pass kernel above. The tiled kernel here, launched that way, was slower than both. A leaner
+# two-pass scratch kernel (sums of x and x², no shift) came within 0.2-5% of torch.compile in float32
+# and beat it once, but lost to the one-pass kernel at 16-bit rows; not adopted. One interleaved
+# run, H200, triton 3.6, 2026-11-22, GB/s (one pass / tiled kernel, best of 3 step widths / scratch
+# two-pass, best of 7 launches / torch.compile): layer norm float32 16384 x 8192 4094 / 3694 / 4169 /
+# 4236; 4096 x 16384 3488 / 3446 / 3933 / 3718; bfloat16 16384 x 8192 4081 / 2652 / 3663 / 3703.
 BWD_TILED = (2048, 1, 4)
 # The tiled backward's grid is column tiles by row groups; it launches about this many times as many
 # programs as the GPU runs at once.
