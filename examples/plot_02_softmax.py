@@ -261,7 +261,7 @@ for path, knobs in [("fused", {}), ("online", dict(max_fused_n=64, tile_n=64, sp
 # and writes ``dx``, ``3 * M * N * itemsize`` bytes; long rows take the same online route, a
 # first pass for the dot product and a second for ``dx``. Its warps follow their own rule from
 # ``BWD_WIDE_ROW`` columns on: one warp per ``BWD_COLUMNS_PER_WARP`` columns, at most
-# ``BWD_MAX_WARPS``, fewer than the forward's rule gives for two tensors per row.
+# ``BWD_MAX_WARPS`` for the element size, fewer than the forward's rule gives for two tensors per row.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: softmax_bwd_kernel

@@ -326,7 +326,11 @@ ELEMENTS_PER_THREAD = 16  # fused path: num_warps is chosen so each thread holds
 # ceiling against 0.93-0.94 with 8 warps; at 32768 16-bit columns 0.90 against 1.00 with 16.
 BWD_WIDE_ROW = 4096
 BWD_COLUMNS_PER_WARP = 512
-BWD_MAX_WARPS = 16
+# The cap is per element size: float32 rows of 32768 ran at 4207 GB/s in 8 warps against 3813 in 16
+# (torch.compile 4252), float16 ones at 4212 in 16 against 3607 in 8 (one interleaved H200 run,
+# triton 3.6, 2026-11-22, 4096 rows). A second run: float32 8192 and 16384 within 0.2% of 16 warps,
+# 32768 4183 against 3563 (torch.compile 4246).
+BWD_MAX_WARPS = {2: 16, 4: 8}  # by bytes per element
 MAX_ROWS_PER_PROGRAM = 64
 # Online path, from a sweep on an H200 (tiles of 4096 or 8192, 8 or 16 warps, 2 or 3 stages): 8192-wide
 # tiles, 3 stages, 16 warps forward and 8 backward were best or within noise of it at every long shape.
@@ -453,7 +457,7 @@ def softmax_plan(
         rows = rows_per_program or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
         if direction == "bwd" and n_cols >= BWD_WIDE_ROW:
             wide = 1 << ((n_cols // BWD_COLUMNS_PER_WARP).bit_length() - 1)  # a power of two, rounded down
-            warps = num_warps or min(wide, BWD_MAX_WARPS)
+            warps = num_warps or min(wide, BWD_MAX_WARPS[itemsize])
         else:
             warps = num_warps or _clamp(next_power_of_2(max(1, rows * block_n * n_tensors // (32 * ELEMENTS_PER_THREAD))), 1, 32)
         n_blocks = cdiv(n_rows, rows)
