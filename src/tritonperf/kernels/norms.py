@@ -448,7 +448,7 @@ FWD_TILED = (8192, 1, 16)
 # one-pass kernel above. The tiled kernel here, launched that way, was slower than both. A leaner
 # two-pass scratch kernel (sums of x and x², no shift) came within 0.2-5% of torch.compile in float32
 # and beat it once, but lost to the one-pass kernel at 16-bit rows, and made cancellation-safe (each
-# lane's deviations from its own first value) it lost 1-3% more in a later run; not adopted. One interleaved
+# lane's deviations from its own first value) it ran 2-7% slower than that in a later run; not adopted. One interleaved
 # run, H200, triton 3.6, 2026-11-22, GB/s (one pass / tiled kernel, best of 3 step widths / scratch
 # two-pass, best of 7 launches / torch.compile): layer norm float32 16384 x 8192 4094 / 3694 / 4169 /
 # 4236; 4096 x 16384 3488 / 3446 / 3933 / 3718; bfloat16 16384 x 8192 4081 / 2652 / 3663 / 3703.
