@@ -520,8 +520,7 @@ for tma in (False, True):
         row = "m" if t in ("q", "do") else "n"
         consts[f"stride_{t}k"] = 1
         sig |= {f"stride_{t}{dim}": "i32" for dim in ("z", "h", row)}
-    aligned = [name for name, kind in sig.items() if kind.startswith(("*", "i32"))]
-    aligned.remove("N")
+    aligned = [name for name, kind in sig.items() if kind.startswith("*") or name.startswith("stride")]
     compiled = asm.compile_for_hopper(attention_bwd_dkdv_kernel, sig, consts, num_warps=cfg.num_warps,
                                       num_stages=cfg.num_stages, divisible_by_16=aligned)
     if compiled.resources is not None:
