@@ -600,26 +600,23 @@ _DQ_TMA_TILES = {
     64: AttentionConfig(64, 64, 4, 2),
     128: AttentionConfig(128, 64, 8, 3),
 }
+
+
+def _keyed(
+    tiles: dict[int, AttentionConfig], dtypes: tuple[torch.dtype, ...] = SUPPORTED_DTYPES
+) -> dict[tuple[int, bool, torch.dtype], AttentionConfig]:
+    """A table keyed by (head dim, causal, dtype) from one entry per head dim, shared by the rest of the key."""
+    return {(d, causal, dtype): cfg for d, cfg in tiles.items() for causal in (True, False) for dtype in dtypes}
+
+
 # float8 shares the 16-bit pointer tiles: its blocks hold half the bytes, so they fit where those do.
-FWD_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
-    (d, causal, dtype): cfg for d, cfg in _FWD_TILES.items() for causal in (True, False) for dtype in FWD_DTYPES
-    if dtype != FP8 or d >= FP8_MIN_HEAD_DIM
-}
-FWD_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
-    (d, causal, dtype): cfg for d, cfg in _FWD_TMA_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
-}
-BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
-    (d, causal, dtype): cfg for d, cfg in _DKDV_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
-}
-BWD_DQ_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
-    (d, causal, dtype): cfg for d, cfg in _DQ_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
-}
-BWD_DKDV_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
-    (d, causal, dtype): cfg for d, cfg in _DKDV_TMA_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
-}
-BWD_DQ_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
-    (d, causal, dtype): cfg for d, cfg in _DQ_TMA_TILES.items() for causal in (True, False) for dtype in SUPPORTED_DTYPES
-}
+FWD_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_FWD_TILES) | _keyed(
+    {d: cfg for d, cfg in _FWD_TILES.items() if d >= FP8_MIN_HEAD_DIM}, (FP8,))
+FWD_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_FWD_TMA_TILES)
+BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DKDV_TILES)
+BWD_DQ_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DQ_TILES)
+BWD_DKDV_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DKDV_TMA_TILES)
+BWD_DQ_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DQ_TMA_TILES)
 # Interpreter mode: small blocks, so that the tests' sequences of 17 … 100 span several blocks and the
 # causal diagonal band spans two of the inner blocks.
 INTERPRETER_CONFIGS: dict[Kernel, AttentionConfig] = {
