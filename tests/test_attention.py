@@ -75,6 +75,19 @@ def qkv(B, H, H_kv, N, D, dtype, device):
     return random_tensor((B, H, N, D), dtype, device), *(random_tensor((B, H_kv, N, D), dtype, device) for _ in range(2))
 
 
+def packed_qkv(device):
+    """q, k, v viewed in place in a packed (B, N, 3, H, D) projection: an odd length, 4 query heads on 2 key/value heads."""
+    packed = random_tensor((2, 77, 3, 4, 64), torch.float16, device)
+    q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
+    return q, k[:, :2], v[:, :2]
+
+
+def reference_grads(q, k, v, do, causal):
+    """dq, dk, dv of the float64 reference for the output gradient do."""
+    leaves = [t.double().requires_grad_() for t in (q, k, v)]
+    return torch.autograd.grad(attention_reference(*leaves, causal), leaves, do.double())
+
+
 def torch_sdpa(q, k, v, causal, sm_scale=None):
     """torch's own attention in the inputs' dtype: the yardstick of the "2 × torch's error" rule."""
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale, enable_gqa=q.shape[1] != k.shape[1])
@@ -143,9 +156,7 @@ def test_launchers_overwrite_poisoned_outputs(n, causal, device):
     grads = [poisoned(t.shape, dtype, device) for t in (q, k, v)]
     dq, dk, dv = attention_bwd(do, q, k, v, o, lse, causal, dq=grads[0], dk=grads[1], dv=grads[2])
     assert dq is grads[0] and dk is grads[1] and dv is grads[2]
-    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
-    ref_grads = torch.autograd.grad(attention_reference(*ref_leaves, causal), ref_leaves, do.double())
-    for ours, ref in zip((dq, dk, dv), ref_grads, strict=True):
+    for ours, ref in zip((dq, dk, dv), reference_grads(q, k, v, do, causal), strict=True):
         assert not torch.isnan(ours).any()
         assert_close(ours, ref, dtype)
 
@@ -195,9 +206,7 @@ def test_strided_inputs_and_broadcast_gradient(device):
 def test_forward_methods(device, method, causal):
     # Both ways of moving blocks: an odd length (TMA fills the rows past N with zeros and clips the
     # store), grouped-query heads, and q, k, v read in place from a packed (B, N, 3, H, D) projection.
-    packed = random_tensor((2, 77, 3, 4, 64), torch.float16, device)
-    q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
-    k, v = k[:, :2], v[:, :2]
+    q, k, v = packed_qkv(device)
     out = poisoned(q.shape, torch.float16, device)
     o, lse = attention_fwd(q, k, v, causal, out=out, method=method)
     assert o is out
@@ -222,17 +231,13 @@ def test_masking_every_block_gives_the_same_result(device, method):
 def test_backward_methods(device, method, causal):
     # As test_forward_methods, for the gradients: q, k, v and dO read in place from packed projections
     # at an odd length with grouped heads, every element of the poisoned dq, dk and dv written.
-    packed = random_tensor((2, 77, 3, 4, 64), torch.float16, device)
-    q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
-    k, v = k[:, :2], v[:, :2]
+    q, k, v = packed_qkv(device)
     do = random_tensor((2, 77, 2, 4, 64), torch.float16, device)[:, :, 1].transpose(1, 2)
     o, lse = attention_fwd(q, k, v, causal)
     grads = [poisoned(t.shape, torch.float16, device) for t in (q, k, v)]
     dq, dk, dv = attention_bwd(do, q, k, v, o, lse, causal, dq=grads[0], dk=grads[1], dv=grads[2], method=method)
     assert dq is grads[0] and dk is grads[1] and dv is grads[2]
-    ref_leaves = [t.double().requires_grad_() for t in (q, k, v)]
-    ref_grads = torch.autograd.grad(attention_reference(*ref_leaves, causal), ref_leaves, do.double())
-    for ours, ref in zip((dq, dk, dv), ref_grads, strict=True):
+    for ours, ref in zip((dq, dk, dv), reference_grads(q, k, v, do, causal), strict=True):
         assert_close(ours, ref, torch.float16)
 
 
