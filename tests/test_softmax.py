@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tritonperf import runtime
 from tritonperf.kernels.softmax import (
+    BWD_MAX_WARPS,
     MAX_FUSED_N,
     MAX_FUSED_N_FWD_16BIT,
     softmax,
@@ -298,6 +299,10 @@ def test_plan_paths_and_packing():
     # The forward of 16-bit rows is held in registers up to MAX_FUSED_N_FWD_16BIT columns, in 32 warps.
     assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT, h).path == "fused"
     assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT, torch.bfloat16).num_warps == 32
+    # The backward's long rows: a warp per BWD_COLUMNS_PER_WARP columns, capped by element size.
+    assert softmax_plan(4096, 5120, h, "bwd").num_warps == softmax_plan(4096, 5120, f, "bwd").num_warps == 8
+    assert softmax_plan(4096, MAX_FUSED_N, h, "bwd").num_warps == BWD_MAX_WARPS[2] == 16
+    assert softmax_plan(4096, MAX_FUSED_N, f, "bwd").num_warps == BWD_MAX_WARPS[4] == 8
     assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT + 1, h).path == "online"
     assert softmax_plan(4096, 65536, f, max_fused_n=65536).path == "fused"
     assert softmax_plan(4096, 65536, h, max_fused_n=MAX_FUSED_N).path == "online"
