@@ -694,8 +694,9 @@ for doc, live in results:
 # Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
 # than its inputs and output. The configuration table adds a smaller gain on top, from larger
 # query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and the
-# ratio table shows where: their configurations were measured at ``N = 4096``, and a ratio
-# below 1.00 marks a length or head dim where step 3 stays faster. Which torch backends the
+# ratio table shows where: their configurations were measured at ``N = 4096`` (the causal ones
+# also at other lengths), and a ratio below 1.00 marks a length or head dim where step 3 stays
+# faster. Which torch backends the
 # final kernel passes, and how far it stays behind the fastest, is in the last printout.
 #
 # Attention kernels written by hand for Hopper, FlashAttention-3 among them, overlap the matmuls

@@ -559,10 +559,16 @@ _FWD_TILES = {
 # The forward with tensor descriptors (TMA), measured: the best of 8 shapes per head dim on an NVIDIA
 # H200 (triton 3.6, float16, B·N = 16k tokens, H·D = 2048, N = 4096). D = 128: 498 TFLOPS against the
 # pointer table's 460 (causal 429 against 408); D = 64: 420 against 404 (causal 373 against 369).
+# Causal attention then moved to 64 x 64 blocks in 3 stages (H200, triton 3.6, 2026-11-22, one
+# interleaved run per head dim, N = 1024 ... 8192, float16): D = 128 +5 to +7% at every length
+# (N = 4096: 432 against 409); D = 64 +12% at N = 1024, +1 to +2% from 4096 on. A second run at
+# N = 16384: D = 128 +2%, D = 64 -4%. Smaller blocks give the causal diagonal band less masked work.
 # Other head dims were not measured with TMA and keep the pointer kernel.
 _FWD_TMA_TILES = {
-    64: AttentionConfig(128, 128, 4, 3),
-    128: AttentionConfig(128, 64, 4, 2),
+    (64, False): AttentionConfig(128, 128, 4, 3),
+    (64, True): AttentionConfig(64, 64, 4, 3),
+    (128, False): AttentionConfig(128, 64, 4, 2),
+    (128, True): AttentionConfig(64, 64, 4, 3),
 }
 # Backward, dK/dV: a program owns block_n key rows and loops over block_m query rows; dQ: a program
 # owns block_m query rows and loops over block_n key rows. D = 64 and 128 measured on an NVIDIA H200
@@ -612,7 +618,9 @@ def _keyed(
 # float8 shares the 16-bit pointer tiles: its blocks hold half the bytes, so they fit where those do.
 FWD_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_FWD_TILES) | _keyed(
     {d: cfg for d, cfg in _FWD_TILES.items() if d >= FP8_MIN_HEAD_DIM}, (FP8,))
-FWD_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_FWD_TMA_TILES)
+FWD_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
+    (d, causal, dtype): cfg for (d, causal), cfg in _FWD_TMA_TILES.items() for dtype in SUPPORTED_DTYPES
+}
 BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DKDV_TILES)
 BWD_DQ_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DQ_TILES)
 BWD_DKDV_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DKDV_TMA_TILES)
