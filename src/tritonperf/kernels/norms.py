@@ -106,6 +106,30 @@ def _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride
 
 
 @triton.jit
+def _norm_fwd_tile(tile, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, M, N, stride_x, stride_y, eps, cols, col_mask,
+                   RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, ROWS: tl.constexpr):
+    # A [ROWS, BLOCK_N] tile of short rows, one row per line.
+    rows = tile * ROWS + tl.arange(0, ROWS)
+    row_mask = rows < M
+    mask = row_mask[:, None] & col_mask[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                eviction_policy="evict_first").to(tl.float32)
+    if RMS:
+        xc = x
+    else:
+        mean = tl.sum(x, axis=1) / N
+        # Lanes past the end of the row must not add (0 - mean)² to the variance.
+        xc = tl.where(mask, x - mean[:, None], 0.0)
+    rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)
+    y = xc * rstd[:, None]
+    y = _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W, HAS_B)
+    tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+    if not RMS:
+        tl.store(mean_ptr + rows, mean, mask=row_mask)
+    tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+
+
+@triton.jit
 def norm_fwd_kernel(
     x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
     M, N, stride_x, stride_y, eps,
@@ -138,27 +162,13 @@ def norm_fwd_kernel(
             for row in tl.range(pid.to(tl.int64), M, tl.num_programs(0), num_stages=NUM_STAGES):
                 _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps,
                               cols, col_mask, RMS, HAS_W, HAS_B)
+    elif ONE_TILE:
+        _norm_fwd_tile(pid.to(tl.int64), x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, M, N, stride_x, stride_y, eps,
+                       cols, col_mask, RMS, HAS_W, HAS_B, ROWS)
     else:
-        n_tiles = tl.cdiv(M, ROWS)
-        for tile in tl.range(pid.to(tl.int64), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
-            rows = tile * ROWS + tl.arange(0, ROWS)
-            row_mask = rows < M
-            mask = row_mask[:, None] & col_mask[None, :]
-            x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                        eviction_policy="evict_first").to(tl.float32)
-            if RMS:
-                xc = x
-            else:
-                mean = tl.sum(x, axis=1) / N
-                # Lanes past the end of the row must not add (0 - mean)² to the variance.
-                xc = tl.where(mask, x - mean[:, None], 0.0)
-            rstd = tl.rsqrt(tl.sum(xc * xc, axis=1) / N + eps)
-            y = xc * rstd[:, None]
-            y = _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W, HAS_B)
-            tl.store(y_ptr + rows[:, None] * stride_y + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
-            if not RMS:
-                tl.store(mean_ptr + rows, mean, mask=row_mask)
-            tl.store(rstd_ptr + rows, rstd, mask=row_mask)
+        for tile in tl.range(pid.to(tl.int64), tl.cdiv(M, ROWS), tl.num_programs(0), num_stages=NUM_STAGES):
+            _norm_fwd_tile(tile, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, M, N, stride_x, stride_y, eps,
+                           cols, col_mask, RMS, HAS_W, HAS_B, ROWS)
 
 
 @triton.jit

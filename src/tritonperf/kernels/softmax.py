@@ -75,6 +75,23 @@ def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_ma
 
 
 @triton.jit
+def _softmax_fwd_block(block, x_ptr, y_ptr, n_rows, x_row_stride, y_row_stride, cols, col_mask, ROWS: tl.constexpr):
+    # A block of ROWS short rows, one per line of a 2-D tile.
+    rows = block * ROWS + tl.arange(0, ROWS)
+    # Rows past the end (last block only) re-read the final row, which always exists, and store nothing.
+    src_rows = tl.minimum(rows, n_rows - 1).to(tl.int64)
+    x_ptrs = x_ptr + src_rows[:, None] * x_row_stride + cols[None, :]
+    x = tl.load(x_ptrs, mask=col_mask[None, :], other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
+    row_max = tl.max(x, axis=1)
+    shift = tl.where(row_max == -float("inf"), 0.0, row_max)
+    e = tl.exp(x - shift[:, None])
+    _, inv = _normalizer(row_max, tl.sum(e, axis=1))
+    y = (e * inv[:, None]).to(y_ptr.dtype.element_ty)
+    y_ptrs = y_ptr + rows.to(tl.int64)[:, None] * y_row_stride + cols[None, :]
+    tl.store(y_ptrs, y, mask=(rows < n_rows)[:, None] & col_mask[None, :])
+
+
+@triton.jit
 def softmax_fwd_kernel(
     x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride,
     BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr, ONE_BLOCK: tl.constexpr,
@@ -94,21 +111,11 @@ def softmax_fwd_kernel(
         else:
             for row in tl.range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
                 _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask)
+    elif ONE_BLOCK:
+        _softmax_fwd_block(tl.program_id(0), x_ptr, y_ptr, n_rows, x_row_stride, y_row_stride, cols, col_mask, ROWS)
     else:
-        n_blocks = tl.cdiv(n_rows, ROWS)
-        for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0), num_stages=NUM_STAGES):
-            rows = block * ROWS + tl.arange(0, ROWS)
-            # Rows past the end (last block only) re-read the final row, which always exists, and store nothing.
-            src_rows = tl.minimum(rows, n_rows - 1).to(tl.int64)
-            x_ptrs = x_ptr + src_rows[:, None] * x_row_stride + cols[None, :]
-            x = tl.load(x_ptrs, mask=col_mask[None, :], other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
-            row_max = tl.max(x, axis=1)
-            shift = tl.where(row_max == -float("inf"), 0.0, row_max)
-            e = tl.exp(x - shift[:, None])
-            _, inv = _normalizer(row_max, tl.sum(e, axis=1))
-            y = (e * inv[:, None]).to(y_ptr.dtype.element_ty)
-            y_ptrs = y_ptr + rows.to(tl.int64)[:, None] * y_row_stride + cols[None, :]
-            tl.store(y_ptrs, y, mask=(rows < n_rows)[:, None] & col_mask[None, :])
+        for block in tl.range(tl.program_id(0), tl.cdiv(n_rows, ROWS), tl.num_programs(0), num_stages=NUM_STAGES):
+            _softmax_fwd_block(block, x_ptr, y_ptr, n_rows, x_row_stride, y_row_stride, cols, col_mask, ROWS)
 
 
 @triton.jit
@@ -118,6 +125,22 @@ def _softmax_bwd_row(row, y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx
     dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=col_mask, other=0.0).to(tl.float32)
     dx = y * (dy - tl.sum(y * dy, axis=0))
     tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=col_mask)
+
+
+@triton.jit
+def _softmax_bwd_block(block, y_ptr, dy_ptr, dx_ptr, n_rows, y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask,
+                       ROWS: tl.constexpr):
+    # A block of ROWS short rows of y and dy, as in _softmax_fwd_block.
+    rows = block * ROWS + tl.arange(0, ROWS)
+    src_rows = tl.minimum(rows, n_rows - 1).to(tl.int64)
+    y = tl.load(y_ptr + src_rows[:, None] * y_row_stride + cols[None, :], mask=col_mask[None, :], other=0.0,
+                eviction_policy="evict_first").to(tl.float32)
+    dy = tl.load(dy_ptr + src_rows[:, None] * dy_row_stride + cols[None, :], mask=col_mask[None, :], other=0.0,
+                 eviction_policy="evict_first").to(tl.float32)
+    dot = tl.sum(y * dy, axis=1)
+    dx = (y * (dy - dot[:, None])).to(dx_ptr.dtype.element_ty)
+    dx_ptrs = dx_ptr + rows.to(tl.int64)[:, None] * dx_row_stride + cols[None, :]
+    tl.store(dx_ptrs, dx, mask=(rows < n_rows)[:, None] & col_mask[None, :])
 
 
 @triton.jit
@@ -135,19 +158,13 @@ def softmax_bwd_kernel(
         else:
             for row in tl.range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
                 _softmax_bwd_row(row, y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask)
+    elif ONE_BLOCK:
+        _softmax_bwd_block(tl.program_id(0), y_ptr, dy_ptr, dx_ptr, n_rows, y_row_stride, dy_row_stride, dx_row_stride,
+                           cols, col_mask, ROWS)
     else:
-        n_blocks = tl.cdiv(n_rows, ROWS)
-        for block in tl.range(tl.program_id(0), n_blocks, tl.num_programs(0), num_stages=NUM_STAGES):
-            rows = block * ROWS + tl.arange(0, ROWS)
-            src_rows = tl.minimum(rows, n_rows - 1).to(tl.int64)
-            y = tl.load(y_ptr + src_rows[:, None] * y_row_stride + cols[None, :], mask=col_mask[None, :], other=0.0,
-                        eviction_policy="evict_first").to(tl.float32)
-            dy = tl.load(dy_ptr + src_rows[:, None] * dy_row_stride + cols[None, :], mask=col_mask[None, :], other=0.0,
-                         eviction_policy="evict_first").to(tl.float32)
-            dot = tl.sum(y * dy, axis=1)
-            dx = (y * (dy - dot[:, None])).to(dx_ptr.dtype.element_ty)
-            dx_ptrs = dx_ptr + rows.to(tl.int64)[:, None] * dx_row_stride + cols[None, :]
-            tl.store(dx_ptrs, dx, mask=(rows < n_rows)[:, None] & col_mask[None, :])
+        for block in tl.range(tl.program_id(0), tl.cdiv(n_rows, ROWS), tl.num_programs(0), num_stages=NUM_STAGES):
+            _softmax_bwd_block(block, y_ptr, dy_ptr, dx_ptr, n_rows, y_row_stride, dy_row_stride, dx_row_stride,
+                               cols, col_mask, ROWS)
 
 
 # -- kernels: rows streamed in tiles (online softmax) --------------------------------------------------
@@ -381,6 +398,11 @@ def _clamp(v: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, v))
 
 
+def _floor_power_of_2(v: int) -> int:
+    """The largest power of two ≤ ``v`` (1 for ``v`` < 1)."""
+    return 1 << (max(v, 1).bit_length() - 1)
+
+
 def _check_power_of_two(name: str, value: int | None, largest: int | None = None) -> None:
     if value is None:
         return
@@ -456,10 +478,10 @@ def softmax_plan(
         block_n = next_power_of_2(n_cols)
         rows = rows_per_program or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
         if direction == "bwd" and n_cols >= BWD_WIDE_ROW:
-            wide = 1 << ((n_cols // BWD_COLUMNS_PER_WARP).bit_length() - 1)  # a power of two, rounded down
-            warps = num_warps or min(wide, BWD_MAX_WARPS[itemsize])
+            warps = num_warps or min(_floor_power_of_2(n_cols // BWD_COLUMNS_PER_WARP), BWD_MAX_WARPS[itemsize])
         else:
-            warps = num_warps or _clamp(next_power_of_2(max(1, rows * block_n * n_tensors // (32 * ELEMENTS_PER_THREAD))), 1, 32)
+            held = rows * n_cols * n_tensors  # elements a program holds, without the padding to block_n
+            warps = num_warps or _clamp(max(_floor_power_of_2(held // (32 * ELEMENTS_PER_THREAD)), rows), 1, 32)
         n_blocks = cdiv(n_rows, rows)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols)
