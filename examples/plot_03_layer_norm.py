@@ -30,7 +30,7 @@ import tritonperf
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize
-from tritonperf.kernels.norms import BWD_CONFIGS, FWD_CONFIGS, layer_norm_bwd, layer_norm_fwd, norm_config
+from tritonperf.kernels.norms import BWD_CONFIGS, FWD_CONFIGS, FWD_FLOAT32_CONFIGS, layer_norm_bwd, layer_norm_fwd, norm_config
 from tritonperf.ladders.norms import (
     STEP1_WARPS,
     layer_norm_bwd_atomic,
@@ -125,22 +125,26 @@ for n in (256, 1024, 4096, 16384, 65536):
 # ``tritonperf``'s forward changes three things:
 #
 # * **Several short rows per program.** The kernel works on ``[ROWS, BLOCK_N]`` tiles and
-#   reduces along the rows of the tile; ``ROWS`` is chosen so that a tile holds at least 4096
-#   elements, and warps so that each thread holds 16 to 32 of them (enough for 16-byte loads,
-#   few enough not to spill). The table, by ``BLOCK_N``:
+#   reduces along the rows of the tile. The table, by ``BLOCK_N``, was measured rather than
+#   derived: its tiles hold 2048 to 16384 elements, 16 to 64 a thread (enough for 16-byte loads,
+#   few enough not to spill). float32 rows have their own entry at 256 columns
+#   (``FWD_FLOAT32_CONFIGS``, the last line):
 
-print("BLOCK_N up to  rows/tile  warps")
+print("BLOCK_N up to  rows/tile  warps  elements/thread")
 for block, rows_per_tile, warps in FWD_CONFIGS:
-    print(f"{block:>13} {rows_per_tile:>10} {warps:>6}")
+    print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {block * rows_per_tile // (32 * warps):>16}")
+for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
+    print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {block * rows_per_tile // (32 * warps):>16}  (float32)")
 
 # %%
 # * **One program per tile, and long rows as plain rows.** Every tile gets its own program, as
 #   in step 1. A persistent grid, where each program walks tiles ``p, p + P, p + 2P, …``, is
-#   still there for the ``programs`` knob, but measured slower for every row the registers hold.
-#   From 8192 columns a tile is one row (``ROWS = 1``), and the kernel then handles it as a 1-D
-#   row, without the loop and without an eviction hint, because step 1 showed what that form is
-#   worth: on an H200 the ``[1, BLOCK_N]`` tile, the hint and the loop each cost layer norm a few
-#   percent or more at these lengths.
+#   still there for the ``programs`` knob, but measured slower for every row the registers hold,
+#   and on the default grid the kernel is compiled without the loop. Where a tile is one row
+#   (``ROWS = 1``, from ``BLOCK_N = 4096`` in the table), the kernel handles it as a 1-D row
+#   without an eviction hint, because step 1 showed what that form is worth: on an H200 the
+#   ``[1, BLOCK_N]`` tile, the hint and the loop each cost layer norm a few percent or more at
+#   these lengths.
 # * **Weight and bias loaded late.** They are read for each tile once the statistics are done,
 #   as step 1 does, not once per program and kept: held across the loop they take registers for
 #   all of it, and fewer programs fit on an SM. Every program reads the same ``N`` values, so

@@ -20,6 +20,7 @@ from tritonperf.kernels.norms import (
     BWD_SHARED_BYTES,
     BWD_TILED,
     FWD_CONFIGS,
+    FWD_FLOAT32_CONFIGS,
     FWD_ONE_TILE_MAX_N,
     FWD_TILED,
     layer_norm,
@@ -415,6 +416,10 @@ def test_default_configs(device):
         cfg = norm_config(4096, n, direction, device)
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (FWD_TILED if direction == "fwd" else BWD_TILED)[1]
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
+    # float32 rows of 129-256 columns have their own forward entry; 16-bit ones take the table's.
+    f32, f16 = (norm_config(4096, 200, "fwd", device, itemsize=size) for size in (4, 2))
+    assert (f32.rows, f32.num_warps) == FWD_FLOAT32_CONFIGS[256]
+    assert (f16.rows, f16.num_warps) == next((r, w) for b, r, w in FWD_CONFIGS if b >= 256)
 
 
 def test_backward_stages_fit_shared_memory(device):

@@ -291,7 +291,12 @@ def test_plan_paths_and_packing():
     short = softmax_plan(4096, 256, h)
     assert short.path == "fused" and short.block_n == 256 and short.rows_per_program > 1
     assert short.grid == 4096 // short.rows_per_program
+    assert short.num_warps == short.rows_per_program  # at least a warp per packed row
+    # Warps are counted on the real columns and rounded down: 5120 columns are held in a block of
+    # 8192 by 8 warps, as 4096 are, not by the 16 of a full 8192.
     assert softmax_plan(4096, 5120, h).block_n == 8192
+    assert softmax_plan(4096, 5120, h).num_warps == softmax_plan(4096, 4096, h).num_warps == 8
+    assert softmax_plan(4096, 8192, h).num_warps == 16
     f = torch.float32
     assert softmax_plan(4096, MAX_FUSED_N, f).path == "fused"
     assert softmax_plan(4096, MAX_FUSED_N + 1, f).path == "online"

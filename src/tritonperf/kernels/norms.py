@@ -150,7 +150,9 @@ def norm_fwd_kernel(
     # comparison the 2-D [1, BLOCK_N] form and evict_first each cost 4-15% at 16-bit rows of 5120-16384.
     # ONE_TILE: the grid has a program per tile, so each runs its tile without a loop; around a single
     # row the loop cost layer norm (not RMS norm) a lot in that comparison: float16 4096 x 16384 ran at
-    # 0.57 of the copy ceiling inside it, 0.88 without.
+    # 0.57 of the copy ceiling inside it, 0.88 without. Tiles of several rows lost less to it (H200,
+    # 4096 rows, GB/s without the loop against with it): layer norm bfloat16 256 columns 1406 against
+    # 1204, 2048 columns 3248 against 2939; float32 512 columns 2683 against 2523.
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -430,6 +432,11 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 FWD_CONFIGS = (
     (128, 32, 4), (256, 8, 4), (512, 8, 4), (1024, 4, 2), (2048, 2, 8), (4096, 1, 8), (8192, 1, 8), (16384, 1, 8),
 )
+# float32 rows of 129-256 columns take 2 rows in 1 warp instead of the table's 8 rows in 4. Two
+# interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, 4096 x 256, GB/s): layer norm 2193 and
+# 2115 against 1886 and 1926, RMS norm 2276 and 2222 against 2114 and 2153 (torch.compile: layer
+# norm 2101 and 2253, RMS norm 2171 and 2288). In bfloat16 the table's entry was best or within 2%.
+FWD_FLOAT32_CONFIGS = {256: (2, 1)}  # block_n: (rows, num_warps)
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
 # H200: one tile per program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 ->
@@ -535,12 +542,12 @@ def norm_config(
     """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
-    choice in interpreter mode): the tables ``FWD_CONFIGS`` / ``BWD_CONFIGS`` when rows fit in
-    registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward launches one program per tile for
-    rows of up to ``FWD_ONE_TILE_MAX_N[itemsize]`` columns. Otherwise the grid is persistent:
-    ``programs`` defaults to ``per_sm`` programs per SM (the launchers measure it with
-    :func:`programs_per_sm`; left at None, an estimate from ``num_warps``), never more than there
-    are tiles. The tiled backward's ``programs`` counts row groups per column tile, by default
+    choice in interpreter mode): the tables ``FWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS`` first for
+    float32) and ``BWD_CONFIGS`` when rows fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above.
+    The forward launches one program per tile for rows of up to ``FWD_ONE_TILE_MAX_N[itemsize]``
+    columns. Otherwise the grid is persistent: ``programs`` defaults to ``per_sm`` programs per SM
+    (the launchers measure it with :func:`programs_per_sm`; left at None, an estimate from
+    ``num_warps``), never more than there are tiles. The tiled backward's ``programs`` counts row groups per column tile, by default
     enough for ``TILED_BWD_WAVES`` full waves. ``itemsize`` is the bytes per element of ``x``.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
@@ -558,6 +565,8 @@ def norm_config(
     sms = _sm_count(torch.device(device))
     if block_n >= N:  # whole rows in registers
         default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, table[-1][2]))
+        if direction == "fwd" and itemsize == 4:
+            default_rows, default_warps = FWD_FLOAT32_CONFIGS.get(block_n, (default_rows, default_warps))
         rows = rows or default_rows
         num_warps = num_warps or default_warps
         tiles = cdiv(M, rows)
