@@ -563,6 +563,8 @@ _FWD_TILES = {
 # interleaved run per head dim, N = 1024 ... 8192, float16): D = 128 +5 to +7% at every length
 # (N = 4096: 432 against 409); D = 64 +12% at N = 1024, +1 to +2% from 4096 on. A second run at
 # N = 16384: D = 128 +2%, D = 64 -4%. Smaller blocks give the causal diagonal band less masked work.
+# Across two full records (commits 7c4c780 and 63f9047), the ratio to cuDNN in the same run rose
+# 7-9% for D = 64 at N = 1024 and 3-7% at 2048; elsewhere it moved between -3% and +5%.
 # Other head dims were not measured with TMA and keep the pointer kernel.
 _FWD_TMA_TILES = {
     (64, False): AttentionConfig(128, 128, 4, 3),
