@@ -696,8 +696,8 @@ for doc, live in results:
 # query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and the
 # ratio table shows where: their configurations were measured at ``N = 4096`` (the causal ones
 # also at other lengths), and a ratio below 1.00 marks a length or head dim where step 3 stays
-# faster. Which torch backends the
-# final kernel passes, and how far it stays behind the fastest, is in the last printout.
+# faster. Which torch backends the final kernel passes, and how far it stays behind the fastest,
+# is in the last printout.
 #
 # Attention kernels written by hand for Hopper, FlashAttention-3 among them, overlap the matmuls
 # of one block with the softmax of another. Their loads go through the TMA, and their warps are

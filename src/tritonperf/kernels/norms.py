@@ -547,8 +547,9 @@ def norm_config(
     The forward launches one program per tile for rows of up to ``FWD_ONE_TILE_MAX_N[itemsize]``
     columns. Otherwise the grid is persistent: ``programs`` defaults to ``per_sm`` programs per SM
     (the launchers measure it with :func:`programs_per_sm`; left at None, an estimate from
-    ``num_warps``), never more than there are tiles. The tiled backward's ``programs`` counts row groups per column tile, by default
-    enough for ``TILED_BWD_WAVES`` full waves. ``itemsize`` is the bytes per element of ``x``.
+    ``num_warps``), never more than there are tiles. The tiled backward's ``programs`` counts row
+    groups per column tile, by default enough for ``TILED_BWD_WAVES`` full waves. ``itemsize`` is
+    the bytes per element of ``x``.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:

@@ -335,9 +335,9 @@ MAX_FUSED_N = 32768  # longest row held in registers; longer rows take the onlin
 # the backward, which holds two rows (548 against 3144 in float16), stay online.
 MAX_FUSED_N_FWD_16BIT = 65536
 FUSED_ELEMENTS = 1024  # short rows are packed into one program until it holds this many elements
-# Fused path: a warp for every 32 x ELEMENTS_PER_THREAD elements a program holds per tensor, counted
-# on the real columns (not the block's padding) and rounded down to a power of two, and at least a
-# warp per packed row. In an interleaved H200 comparison against the previous rule (block columns,
+# Fused path: a warp for every 32 x ELEMENTS_PER_THREAD elements a program holds (the tensors it
+# reads together), counted on the real columns, not the block's padding, rounded down to a power of
+# two, and at least a warp per packed row. In an interleaved H200 comparison against the previous rule (block columns,
 # rounded up; triton 3.6, torch 2.11, 2026-11-22, 4096 rows, forward GB/s): float16 5120 columns
 # 3310 against 3034 (8 warps, not 16), 6000 3579 against 3373, 3000 2538 against 2461; 256 columns
 # (4 rows, 4 warps, not 2) 1543 against 1339 in float16 and 2196 against 1890 in float32. float32
@@ -465,8 +465,8 @@ def softmax_plan(
         rows_per_program: fused path: rows per program, a power of two (default: enough rows
             for about ``FUSED_ELEMENTS`` elements per program, one row from that many columns up).
         num_warps: warps per program, a power of two up to 32 (default: fused, a warp per
-            ``32 * ELEMENTS_PER_THREAD`` elements held per tensor, rounded down, at least one per
-            row, except for the backward's rows of ``BWD_WIDE_ROW`` columns and more, see
+            ``32 * ELEMENTS_PER_THREAD`` elements held, input tensors together, rounded down, at
+            least one per row, except for the backward's rows of ``BWD_WIDE_ROW`` columns and more, see
             ``BWD_COLUMNS_PER_WARP``; online, 16 forward and 8 backward).
         num_stages: pipelining depth of the loops (default: 1 fused, ``ONLINE_NUM_STAGES`` online).
         programs_per_sm: a persistent grid of this many programs per SM (default: fused, one
