@@ -126,9 +126,9 @@ for n in (256, 1024, 4096, 16384, 65536):
 #
 # * **Several short rows per program.** The kernel works on ``[ROWS, BLOCK_N]`` tiles and
 #   reduces along the rows of the tile. The table, by ``BLOCK_N``, was measured rather than
-#   derived: its tiles hold 2048 to 16384 elements, 16 to 64 a thread (enough for 16-byte loads,
-#   few enough not to spill). float32 rows have their own entry at 256 columns
-#   (``FWD_FLOAT32_CONFIGS``, the last line):
+#   derived; its last column shows where the measurements settled: enough elements a thread for
+#   16-byte loads, few enough not to spill. float32 rows have entries of their own at some
+#   lengths (``FWD_FLOAT32_CONFIGS``, the last lines):
 
 print("BLOCK_N up to  rows/tile  warps  elements/thread")
 for block, rows_per_tile, warps in FWD_CONFIGS:

@@ -48,7 +48,8 @@ SHAPES = [
     (19, 257),  # one column past a block: BLOCK_N doubles, half the lanes masked
     (2, 3, 129),  # rank 3: the leading dimensions are merged into 6 rows
     (131, 1031),  # primes: a ragged last tile of rows, a ragged block of columns
-] + ([(1823, 781), (4096, 5120), (4099, 8192), (1031, 16384), (4096, 65536)] if ON_GPU else [(263, 781)])
+    (67, 509),  # a 512-column block, an odd number of rows for its 2-row tiles
+] + ([(1823, 781), (1001, 1000), (4096, 5120), (4099, 8192), (1031, 16384), (4096, 65536)] if ON_GPU else [(263, 781)])
 # On the GPU, the benchmark's sizes: 5120 and 8192 are the longest rows the register paths keep,
 # 16384 takes the tiled backward, 65536 both tiled kernels.
 
@@ -416,10 +417,11 @@ def test_default_configs(device):
         cfg = norm_config(4096, n, direction, device)
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (FWD_TILED if direction == "fwd" else BWD_TILED)[1]
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
-    # float32 rows of 129-256 columns have their own forward entry; 16-bit ones take the table's.
-    f32, f16 = (norm_config(4096, 200, "fwd", device, itemsize=size) for size in (4, 2))
-    assert (f32.rows, f32.num_warps) == FWD_FLOAT32_CONFIGS[256]
-    assert (f16.rows, f16.num_warps) == next((r, w) for b, r, w in FWD_CONFIGS if b >= 256)
+    # float32 rows have forward entries of their own; 16-bit rows of the same length take the table's.
+    for block_n, (rows, warps) in FWD_FLOAT32_CONFIGS.items():
+        f32, f16 = (norm_config(4096, block_n - 1, "fwd", device, itemsize=size) for size in (4, 2))
+        assert (f32.block_n, f32.rows, f32.num_warps) == (block_n, rows, warps)
+        assert (f16.rows, f16.num_warps) == next((r, w) for b, r, w in FWD_CONFIGS if b >= block_n)
 
 
 def test_backward_stages_fit_shared_memory(device):

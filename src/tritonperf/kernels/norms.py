@@ -429,14 +429,23 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # bfloat16, 8 warps moved 3441 against 3153 GB/s (layer norm, 16384 x 5120), 3794 against 3549
 # (RMS norm, same shape) and 3609 against 3402 (layer norm, 4096 x 8192); at the other
 # bfloat16 and float32 cases the two were within 2%.
+# The 512 entry went from 8 rows in 4 warps to 2 rows in 1 warp after two interleaved H200 runs
+# (triton 3.6, torch 2.11, 2026-11-22, 4096 x 512, both norms; float32 and bfloat16 in both runs,
+# float16 in one): of the 6-11 shapes tried it was the best or within 2% of it in 9 of 10 cases
+# (the other: float32 layer norm, 2848 against 2912 for 4 rows in 2 warps), and 5-16% faster than
+# the old entry (layer norm bfloat16: 2047 and 2081 against 1781 and 1796 GB/s).
 FWD_CONFIGS = (
-    (128, 32, 4), (256, 8, 4), (512, 8, 4), (1024, 4, 2), (2048, 2, 8), (4096, 1, 8), (8192, 1, 8), (16384, 1, 8),
+    (128, 32, 4), (256, 8, 4), (512, 2, 1), (1024, 4, 2), (2048, 2, 8), (4096, 1, 8), (8192, 1, 8), (16384, 1, 8),
 )
-# float32 rows of 129-256 columns take 2 rows in 1 warp instead of the table's 8 rows in 4. Two
-# interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, 4096 x 256, GB/s): layer norm 2193 and
-# 2115 against 1886 and 1926, RMS norm 2276 and 2222 against 2114 and 2153 (torch.compile: layer
-# norm 2101 and 2253, RMS norm 2171 and 2288). In bfloat16 the table's entry was best or within 2%.
-FWD_FLOAT32_CONFIGS = {256: (2, 1)}  # block_n: (rows, num_warps)
+# float32 rows take their own entries here. Two interleaved H200 runs each (triton 3.6, torch 2.11,
+# 2026-11-22, 4096 rows, GB/s against the table's entry, torch.compile in parentheses):
+# - 256 columns, 2 rows in 1 warp: layer norm 2193 and 2115 against 1886 and 1926 (2101, 2253),
+#   RMS norm 2276 and 2222 against 2114 and 2153 (2171, 2288);
+# - 1024 columns, 4 rows in 4 warps: layer norm 3583 and 3423 against 3385 and 3323 (3180, 3057),
+#   RMS norm 3647 and 3519 against 3456 and 3429 (3595, 3532).
+# In bfloat16 the table's entry was best or within 2% at 256 columns; at 1024 columns in 16-bit
+# types the best shape differed between the norms and between runs.
+FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4)}  # block_n: (rows, num_warps)
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
 # H200: one tile per program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 ->
