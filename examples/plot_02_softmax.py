@@ -141,8 +141,9 @@ print("step 2 matches the reference")
 #   sits in a block of 8192 but gets 8 warps, not 16, and on an H200 that was 9% faster in float16;
 # * **several rows per program when rows are short**: a 256-column row is 512 bytes of float16,
 #   too little for a program to keep the memory system busy, so short rows are packed into
-#   2-D blocks of about ``FUSED_ELEMENTS`` elements, at least a warp per row, whose loads are
-#   marked ``evict_first`` (each byte is read once, so it need not stay in L2);
+#   2-D blocks of about ``FUSED_ELEMENTS`` elements, with a warp per row where each thread still
+#   gets 8 values (one 16-byte load of float16), and loads marked ``evict_first`` (each byte is
+#   read once, so it need not stay in L2);
 # * rows of a program each are held as 1-D vectors, without the hint: in an H200 comparison the
 #   2-D ``[1, BLOCK_N]`` form and the hint both made long rows slower;
 # * a launch loop that lets the same kernel run on a **persistent grid** (fewer programs than

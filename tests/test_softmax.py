@@ -13,6 +13,7 @@ from tritonperf.kernels.softmax import (
     BWD_MAX_WARPS,
     MAX_FUSED_N,
     MAX_FUSED_N_FWD_16BIT,
+    MIN_ELEMENTS_PER_THREAD,
     softmax,
     softmax_backward,
     softmax_backward_reference,
@@ -292,6 +293,8 @@ def test_plan_paths_and_packing():
     assert short.path == "fused" and short.block_n == 256 and short.rows_per_program > 1
     assert short.grid == 4096 // short.rows_per_program
     assert short.num_warps == short.rows_per_program  # at least a warp per packed row
+    tiny = softmax_plan(4096, 16, h)  # ... but not so many that a thread holds less than a 16-byte load
+    assert tiny.rows_per_program * tiny.block_n // (32 * tiny.num_warps) == MIN_ELEMENTS_PER_THREAD
     # Warps are counted on the real columns and rounded down: 5120 columns are held in a block of
     # 8192 by 8 warps, as 4096 are, not by the 16 of a full 8192.
     assert softmax_plan(4096, 5120, h).block_n == 8192

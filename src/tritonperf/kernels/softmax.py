@@ -337,13 +337,16 @@ MAX_FUSED_N_FWD_16BIT = 65536
 FUSED_ELEMENTS = 1024  # short rows are packed into one program until it holds this many elements
 # Fused path: a warp for every 32 x ELEMENTS_PER_THREAD elements a program holds (the tensors it
 # reads together), counted on the real columns, not the block's padding, rounded down to a power of
-# two, and at least a warp per packed row. In an interleaved H200 comparison against the previous rule (block columns,
+# two, and at least a warp per packed row as long as each thread keeps MIN_ELEMENTS_PER_THREAD of
+# a row (one 16-byte load of 16-bit values; below 256 columns that bound, not the row count, decides,
+# and those lengths were not measured). In an interleaved H200 comparison against the previous rule (block columns,
 # rounded up; triton 3.6, torch 2.11, 2026-11-22, 4096 rows, forward GB/s): float16 5120 columns
 # 3310 against 3034 (8 warps, not 16), 6000 3579 against 3373, 3000 2538 against 2461; 256 columns
 # (4 rows, 4 warps, not 2) 1543 against 1339 in float16 and 2196 against 1890 in float32. float32
 # lost 2% at 3000 columns and 1% at 6000; other lengths within 1%, the backward's short rows 1-3%
 # faster.
 ELEMENTS_PER_THREAD = 16
+MIN_ELEMENTS_PER_THREAD = 8
 # The fused backward's long rows (BWD_WIDE_ROW columns and more) instead take one warp per
 # BWD_COLUMNS_PER_WARP columns, rounded down to a power of two, at most BWD_MAX_WARPS. From an
 # interleaved H200 comparison (triton 3.6, 2026-11-22, commit 8b92fe4, 4096 and 16384 rows): the
@@ -466,7 +469,8 @@ def softmax_plan(
             for about ``FUSED_ELEMENTS`` elements per program, one row from that many columns up).
         num_warps: warps per program, a power of two up to 32 (default: fused, a warp per
             ``32 * ELEMENTS_PER_THREAD`` elements held, input tensors together, rounded down, at
-            least one per row, except for the backward's rows of ``BWD_WIDE_ROW`` columns and more, see
+            least one per row while a thread keeps ``MIN_ELEMENTS_PER_THREAD`` of it, except for
+            the backward's rows of ``BWD_WIDE_ROW`` columns and more, see
             ``BWD_COLUMNS_PER_WARP``; online, 16 forward and 8 backward).
         num_stages: pipelining depth of the loops (default: 1 fused, ``ONLINE_NUM_STAGES`` online).
         programs_per_sm: a persistent grid of this many programs per SM (default: fused, one
@@ -489,7 +493,8 @@ def softmax_plan(
             warps = num_warps or min(_floor_power_of_2(n_cols // BWD_COLUMNS_PER_WARP), BWD_MAX_WARPS[itemsize])
         else:
             held = rows * n_cols * n_tensors  # elements a program holds, without the padding to block_n
-            warps = num_warps or _clamp(max(_floor_power_of_2(held // (32 * ELEMENTS_PER_THREAD)), rows), 1, 32)
+            per_row = min(rows, _floor_power_of_2(rows * n_cols // (32 * MIN_ELEMENTS_PER_THREAD)))
+            warps = num_warps or _clamp(max(_floor_power_of_2(held // (32 * ELEMENTS_PER_THREAD)), per_row), 1, 32)
         n_blocks = cdiv(n_rows, rows)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols)
