@@ -336,15 +336,15 @@ MAX_FUSED_N = 32768  # longest row held in registers; longer rows take the onlin
 MAX_FUSED_N_FWD_16BIT = 65536
 FUSED_ELEMENTS = 1024  # short rows are packed into one program until it holds this many elements
 # Fused path: a warp for every 32 x ELEMENTS_PER_THREAD elements a program holds (the tensors it
-# reads together), counted on the real columns, not the block's padding, rounded down to a power of
-# two, and at least a warp per packed row as long as each thread keeps MIN_ELEMENTS_PER_THREAD of
-# a row (one 16-byte load of 16-bit values; below 256 columns that bound, not the row count, decides,
-# and those lengths were not measured). In an interleaved H200 comparison against the previous rule (block columns,
-# rounded up; triton 3.6, torch 2.11, 2026-11-22, 4096 rows, forward GB/s): float16 5120 columns
-# 3310 against 3034 (8 warps, not 16), 6000 3579 against 3373, 3000 2538 against 2461; 256 columns
-# (4 rows, 4 warps, not 2) 1543 against 1339 in float16 and 2196 against 1890 in float32. float32
-# lost 2% at 3000 columns and 1% at 6000; other lengths within 1%, the backward's short rows 1-3%
-# faster.
+# reads together), counted on the real columns, not the block's padding, and rounded down to a power
+# of two; and at least a warp per packed row, as long as each thread keeps MIN_ELEMENTS_PER_THREAD
+# of the row (one 16-byte load of 16-bit values). Below 256 columns that bound decides, not the row
+# count; those lengths were not measured. In an interleaved H200 comparison against the previous
+# rule (block columns, rounded up; triton 3.6, torch 2.11, 2026-11-22, 4096 rows, forward GB/s):
+# float16 5120 columns 3310 against 3034 (8 warps, not 16), 6000 3579 against 3373, 3000 2538
+# against 2461; 256 columns (4 rows, 4 warps, not 2) 1543 against 1339 in float16 and 2196 against
+# 1890 in float32. float32 lost 2% at 3000 columns and 1% at 6000; other lengths within 1%, the
+# backward's short rows 1-3% faster.
 ELEMENTS_PER_THREAD = 16
 MIN_ELEMENTS_PER_THREAD = 8
 # The fused backward's long rows (BWD_WIDE_ROW columns and more) instead take one warp per
