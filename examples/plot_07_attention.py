@@ -56,6 +56,7 @@ from tritonperf.kernels.attention import (
     _fwd_blocks,
     _fwd_method,
     _hide_keys,
+    _load_tile,
     _tma_obstacle,
     attention_bwd_dkdv_kernel,
     attention_config,
@@ -227,10 +228,11 @@ print(f"log-sum-exp: largest difference from logsumexp(S) {(lse - torch.logsumex
 # maximum or the sum. The kernel writes it, one float32 per row, for the backward pass.
 #
 # The kernel is that loop with the blocks held in registers. Its inner loop, a ``@triton.jit``
-# helper the kernel calls once per range of key blocks, and the masking helper it shares with the
-# backward's dQ kernel:
+# helper the kernel calls once per range of key blocks, and the two helpers it shares with the
+# backward's kernels: one loads a tile, one masks the scores:
 
 print(inspect.getsource(_fwd_blocks.fn))
+print(inspect.getsource(_load_tile.fn))
 print(inspect.getsource(_hide_keys.fn))
 
 # %%

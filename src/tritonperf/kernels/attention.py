@@ -133,6 +133,20 @@ def _hide_keys(s, rows, cols, N, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constex
 
 
 @triton.jit
+def _load_tile(src, z, h, start, N, BLOCK: tl.constexpr, HEAD_DIM: tl.constexpr, TMA: tl.constexpr,
+               SEQ_MASK: tl.constexpr):
+    # The [BLOCK, HEAD_DIM] tile of head h of batch z from row `start`. With TMA, src is the tensor's
+    # descriptor, which fills rows past N with zeros; without, src holds the tile's pointers, and rows
+    # past N are masked only where the block can reach them (SEQ_MASK).
+    if TMA:
+        return src.load([z, h, start, 0]).reshape(BLOCK, HEAD_DIM)
+    elif SEQ_MASK:
+        return tl.load(src, mask=(start + tl.arange(0, BLOCK) < N)[:, None], other=0.0)
+    else:
+        return tl.load(src)
+
+
+@triton.jit
 def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, z, h_kv, rows, start, end, N, qk_scale,
                 stride_kn, stride_kk, stride_vn, stride_vk,
                 BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr,
@@ -146,17 +160,12 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, z, h_kv, rows, start, end, N, qk
     # point at this head's keys and values.
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    if not TMA:
-        k_ptrs = k_src + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
-        v_ptrs = v_src + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
+    if not TMA:  # from here on k_src and v_src point at the current block's tile
+        k_src = k_src + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
+        v_src = v_src + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
     for start_n in tl.range(start, end, BLOCK_N):
         cols = start_n + offs_n
-        if TMA:
-            k = k_src.load([z, h_kv, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
-        elif SEQ_MASK:
-            k = tl.load(k_ptrs, mask=(cols < N)[:, None], other=0.0)
-        else:
-            k = tl.load(k_ptrs)
+        k = _load_tile(k_src, z, h_kv, start_n, N, BLOCK_N, HEAD_DIM, TMA, SEQ_MASK)
         # float32 scores, not yet scaled, hidden keys at -inf. max_num_imprecise_acc matters for float8 only: on
         # Hopper its MMA would otherwise keep partial sums in a narrower accumulator across the block.
         qk = _hide_keys(tl.dot(q, tl.trans(k), max_num_imprecise_acc=HEAD_DIM), rows, cols, N, CAUSAL_MASK, SEQ_MASK)
@@ -167,20 +176,15 @@ def _fwd_blocks(acc, l_i, m_i, q, k_src, v_src, z, h_kv, rows, start, end, N, qk
         p = tl.exp2(qk * qk_scale - m_new[:, None])  # one fused multiply-add per score, then exp2
         alpha = tl.exp2(m_i - m_new)  # how much the old maximum overstated the new one: 0 on the first block
         l_i = l_i * alpha + tl.sum(p, 1)
-        if TMA:
-            v = v_src.load([z, h_kv, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
-        elif SEQ_MASK:
-            v = tl.load(v_ptrs, mask=(cols < N)[:, None], other=0.0)
-        else:
-            v = tl.load(v_ptrs)
+        v = _load_tile(v_src, z, h_kv, start_n, N, BLOCK_N, HEAD_DIM, TMA, SEQ_MASK)
         # The accumulator is rescaled once per block, then the block's contribution added in the MMA.
         # P goes into the second matmul in the inputs' dtype, as the Tensor Cores need (for float8
         # inputs that rounds each probability to 3 mantissa bits; the sum l_i keeps them in float32).
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], max_num_imprecise_acc=BLOCK_N)
         m_i = m_new
         if not TMA:
-            k_ptrs += BLOCK_N * stride_kn
-            v_ptrs += BLOCK_N * stride_vn
+            k_src += BLOCK_N * stride_kn
+            v_src += BLOCK_N * stride_vn
     return acc, l_i, m_i
 
 
@@ -300,22 +304,15 @@ def _dkdv_blocks(dk, dv, k, v, q_src, do_src, lse_row, delta_row, z, h, cols, st
     # zeros); without, they point at head h of batch z.
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    if not TMA:
-        q_ptrs = q_src + (start + offs_m)[:, None] * stride_qm + offs_d[None, :] * stride_qk
-        do_ptrs = do_src + (start + offs_m)[:, None] * stride_dom + offs_d[None, :] * stride_dok
+    if not TMA:  # from here on q_src and do_src point at the current block's tile
+        q_src = q_src + (start + offs_m)[:, None] * stride_qm + offs_d[None, :] * stride_qk
+        do_src = do_src + (start + offs_m)[:, None] * stride_dom + offs_d[None, :] * stride_dok
     # The diagonal band is a block or two: not pipelined. That also keeps its masked loop from spilling
     # (sm_90, triton 3.6, descriptors, 64 x 128 blocks in 8 warps: 208 bytes spilled with 2 stages, 8 with one).
     for start_m in tl.range(start, end, BLOCK_M, num_stages=1 if CAUSAL_MASK else None):
         rows = start_m + offs_m
-        if TMA:
-            q = q_src.load([z, h, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)
-            do = do_src.load([z, h, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)
-        elif SEQ_MASK:
-            q = tl.load(q_ptrs, mask=(rows < N)[:, None], other=0.0)
-            do = tl.load(do_ptrs, mask=(rows < N)[:, None], other=0.0)
-        else:
-            q = tl.load(q_ptrs)
-            do = tl.load(do_ptrs)
+        q = _load_tile(q_src, z, h, start_m, N, BLOCK_M, HEAD_DIM, TMA, SEQ_MASK)
+        do = _load_tile(do_src, z, h, start_m, N, BLOCK_M, HEAD_DIM, TMA, SEQ_MASK)
         if SEQ_MASK or TMA:
             lse = tl.load(lse_row + rows, mask=rows < N, other=0.0)
             delta = tl.load(delta_row + rows, mask=rows < N, other=0.0)
@@ -338,8 +335,8 @@ def _dkdv_blocks(dk, dv, k, v, q_src, do_src, lse_row, delta_row, z, h, cols, st
         ds_t = p_t * (dp_t - delta[None, :])  # dSᵀ, without sm_scale (applied once, at the end)
         dk = tl.dot(ds_t.to(q.dtype), q, dk)  # dK += dSᵀ Q
         if not TMA:
-            q_ptrs += BLOCK_M * stride_qm
-            do_ptrs += BLOCK_M * stride_dom
+            q_src += BLOCK_M * stride_qm
+            do_src += BLOCK_M * stride_dom
     return dk, dv
 
 
@@ -436,28 +433,21 @@ def _dq_blocks(dq, q, do, lse2, delta, k_src, v_src, z, h_kv, rows, start, end, 
     # k_src and v_src as in _fwd_blocks.
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    if not TMA:
-        k_ptrs = k_src + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
-        v_ptrs = v_src + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
+    if not TMA:  # from here on k_src and v_src point at the current block's tile
+        k_src = k_src + (start + offs_n)[:, None] * stride_kn + offs_d[None, :] * stride_kk
+        v_src = v_src + (start + offs_n)[:, None] * stride_vn + offs_d[None, :] * stride_vk
     for start_n in tl.range(start, end, BLOCK_N):
         cols = start_n + offs_n
-        if TMA:
-            k = k_src.load([z, h_kv, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
-            v = v_src.load([z, h_kv, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
-        elif SEQ_MASK:
-            k = tl.load(k_ptrs, mask=(cols < N)[:, None], other=0.0)
-            v = tl.load(v_ptrs, mask=(cols < N)[:, None], other=0.0)
-        else:
-            k = tl.load(k_ptrs)
-            v = tl.load(v_ptrs)
+        k = _load_tile(k_src, z, h_kv, start_n, N, BLOCK_N, HEAD_DIM, TMA, SEQ_MASK)
+        v = _load_tile(v_src, z, h_kv, start_n, N, BLOCK_N, HEAD_DIM, TMA, SEQ_MASK)
         x = _hide_keys(tl.dot(q, tl.trans(k)) * qk_scale - lse2[:, None], rows, cols, N, CAUSAL_MASK, SEQ_MASK)
         p = tl.exp2(x)
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
         dq = tl.dot(ds.to(k.dtype), k, dq)
         if not TMA:
-            k_ptrs += BLOCK_N * stride_kn
-            v_ptrs += BLOCK_N * stride_vn
+            k_src += BLOCK_N * stride_kn
+            v_src += BLOCK_N * stride_vn
     return dq
 
 
