@@ -17,3 +17,8 @@ def cdiv(a: int, b: int) -> int:
 def next_power_of_2(n: int) -> int:
     """The smallest power of two ``>= n`` (0 for 0), as ``triton.next_power_of_2``."""
     return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
+def floor_power_of_2(n: int) -> int:
+    """The largest power of two ``<= n``; 1 for ``n < 1``."""
+    return 1 << (max(n, 1).bit_length() - 1)

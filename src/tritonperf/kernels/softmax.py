@@ -28,7 +28,7 @@ import triton
 import triton.language as tl
 
 from .. import validation
-from .._intmath import cdiv, next_power_of_2
+from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -409,11 +409,6 @@ def _clamp(v: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, v))
 
 
-def _floor_power_of_2(v: int) -> int:
-    """The largest power of two ≤ ``v`` (1 for ``v`` < 1)."""
-    return 1 << (max(v, 1).bit_length() - 1)
-
-
 def _check_power_of_two(name: str, value: int | None, largest: int | None = None) -> None:
     if value is None:
         return
@@ -490,11 +485,11 @@ def softmax_plan(
         block_n = next_power_of_2(n_cols)
         rows = rows_per_program or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
         if direction == "bwd" and n_cols >= BWD_WIDE_ROW:
-            warps = num_warps or min(_floor_power_of_2(n_cols // BWD_COLUMNS_PER_WARP), BWD_MAX_WARPS[itemsize])
+            warps = num_warps or min(floor_power_of_2(n_cols // BWD_COLUMNS_PER_WARP), BWD_MAX_WARPS[itemsize])
         else:
             held = rows * n_cols * n_tensors  # elements a program holds, without the padding to block_n
-            per_row = min(rows, _floor_power_of_2(rows * n_cols // (32 * MIN_ELEMENTS_PER_THREAD)))
-            warps = num_warps or _clamp(max(_floor_power_of_2(held // (32 * ELEMENTS_PER_THREAD)), per_row), 1, 32)
+            per_row = min(rows, floor_power_of_2(rows * n_cols // (32 * MIN_ELEMENTS_PER_THREAD)))
+            warps = num_warps or _clamp(max(floor_power_of_2(held // (32 * ELEMENTS_PER_THREAD)), per_row), 1, 32)
         n_blocks = cdiv(n_rows, rows)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols)
