@@ -17,6 +17,8 @@ from tritonperf.bench.records import SCHEMA
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
     BWD_NUM_STAGES,
+    BWD_RMS_CONFIGS,
+    BWD_RMS_NUM_STAGES,
     BWD_SHARED_BYTES,
     BWD_TILED,
     FWD_CONFIGS,
@@ -51,7 +53,7 @@ SHAPES = [
     (67, 509),  # a 512-column block, an odd number of rows for its 2-row tiles
 ] + ([(1823, 781), (1001, 1000), (4096, 5120), (4099, 8192), (1031, 16384), (4096, 65536)] if ON_GPU else [(263, 781)])
 # On the GPU, the benchmark's sizes: 5120 and 8192 are the longest rows the register paths keep,
-# 16384 takes the tiled backward, 65536 both tiled kernels.
+# 16384 takes the tiled backward of layer norm (RMS norm holds it in registers), 65536 both tiled kernels.
 
 
 def _params(norm, n, dtype, device, *, weight=True, bias=True):
@@ -417,6 +419,14 @@ def test_default_configs(device):
         cfg = norm_config(4096, n, direction, device)
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (FWD_TILED if direction == "fwd" else BWD_TILED)[1]
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
+    # RMS norm's backward holds one more row length in registers, at its own stage count.
+    for n in (16384, 9000):
+        cfg = norm_config(4096, n, "bwd", device, itemsize=2, rms=True)
+        block_n, rows, warps = BWD_RMS_CONFIGS[-1]
+        assert not cfg.tiled and (cfg.block_n, cfg.rows, cfg.num_warps) == (block_n, rows, warps)
+        assert cfg.num_stages == BWD_RMS_NUM_STAGES[block_n]
+    assert norm_config(4096, 32768, "bwd", device, rms=True).tiled
+    assert norm_config(4096, 8192, "bwd", device, rms=True) == norm_config(4096, 8192, "bwd", device)
     # float32 rows have forward entries of their own; 16-bit rows of the same length take the table's.
     for block_n, (rows, warps) in FWD_FLOAT32_CONFIGS.items():
         f32, f16 = (norm_config(4096, block_n - 1, "fwd", device, itemsize=size) for size in (4, 2))

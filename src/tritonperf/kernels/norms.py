@@ -460,6 +460,14 @@ FWD_ONE_TILE_MAX_N = {2: 16384, 4: 16384}
 # against the previous table's (all at one stage): 4096 x 4096 0.65 (0.49), 4096 x 8192 0.75
 # (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
 BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
+# RMS norm's backward, which keeps no dbias sums, holds rows of up to 16384 columns in registers: one
+# row in 32 warps, one stage. Compiled for sm_90 it spills about 250 bytes a thread, and still beat the
+# two-kernel path in an interleaved H200 run (triton 3.6, torch 2.11, 2026-11-22, 4096 x 16384, GB/s,
+# torch.compile in parentheses): float16 2414 against 2227 (2297), bfloat16 2499 against 2245
+# (2239), float32 3041 against 2383 (2464). With 2 or 3 stages it lost 7-40%; layer norm, held the
+# same way, lost 7-18% to its two-kernel path (float16 1773 against 2178).
+BWD_RMS_CONFIGS = BWD_CONFIGS + ((16384, 1, 32),)
+BWD_RMS_NUM_STAGES = {16384: 1}  # entries whose stages are fixed, not sized by BWD_SHARED_BYTES
 # The backward pipelines its loops over rows this deep (three stages won at nearly every shape of
 # the sweep), as far as two buffers of x and dy per extra stage fit this much shared memory.
 BWD_NUM_STAGES = 3
@@ -547,12 +555,14 @@ def norm_config(
     num_warps: int | None = None,
     programs: int | None = None,
     num_stages: int | None = None,
+    rms: bool = False,
 ) -> NormConfig:
     """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
     choice in interpreter mode): the tables ``FWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS`` first for
-    float32) and ``BWD_CONFIGS`` when rows fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above.
+    float32) and ``BWD_CONFIGS`` (``BWD_RMS_CONFIGS`` for RMS norm, ``rms=True``) when rows fit in
+    registers, ``FWD_TILED`` / ``BWD_TILED`` above.
     The forward launches one program per tile for rows of up to ``FWD_ONE_TILE_MAX_N[itemsize]``
     columns. Otherwise the grid is persistent: ``programs`` defaults to ``per_sm`` programs per SM
     (the launchers measure it with :func:`programs_per_sm`; left at None, an estimate from
@@ -568,7 +578,10 @@ def norm_config(
             _positive(name, value)
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
-    table, tiled_default = (FWD_CONFIGS, FWD_TILED) if direction == "fwd" else (BWD_CONFIGS, BWD_TILED)
+    if direction == "fwd":
+        table, tiled_default = FWD_CONFIGS, FWD_TILED
+    else:
+        table, tiled_default = (BWD_RMS_CONFIGS if rms else BWD_CONFIGS), BWD_TILED
     whole_row = next_power_of_2(max(N, 1))
     if block_n is None:
         block_n = whole_row if whole_row <= table[-1][0] else tiled_default[0]
@@ -594,7 +607,8 @@ def norm_config(
             programs = programs or cdiv(TILED_BWD_WAVES * resident, cdiv(N, block_n))
         programs = programs or resident
     if num_stages is None and direction == "bwd":
-        num_stages = min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
+        num_stages = BWD_RMS_NUM_STAGES.get(block_n) if rms and block_n >= N else None
+        num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
     return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N)
 
 
@@ -705,7 +719,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     if m == 0 or n == 0:
         grads.zero_()  # no rows: the weight gradients are sums of nothing
         return dx, dw, db
-    sizes = {"itemsize": x.element_size()}
+    sizes = {"itemsize": x.element_size(), "rms": rms}
     cfg = norm_config(m, n, "bwd", x.device, **sizes, **knobs)
     x2, dy2, dx2 = _as_rows(x, n), _as_rows(dy, n), dx.view(-1, n)
     w = weight.contiguous() if weight is not None else x2
