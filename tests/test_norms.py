@@ -19,6 +19,7 @@ from tritonperf.kernels.norms import (
     BWD_NUM_STAGES,
     BWD_RMS_CONFIGS,
     BWD_RMS_NUM_STAGES,
+    BWD_RMS_RELOAD_N,
     BWD_SHARED_BYTES,
     BWD_TILED,
     FWD_CONFIGS,
@@ -268,6 +269,7 @@ def test_tiled_path(norm, shape, block_n, device):
         {"rows": 1, "num_warps": 1},
         {"rows": 16, "num_warps": 8},  # more rows per tile than some programs own
         {"block_n": 512, "num_stages": 2},  # a wider block than the row needs; a pipelined row loop
+        {"block_n": BWD_RMS_RELOAD_N, "num_warps": 4},  # RMS norm's backward reads each tile twice
     ],
     ids=str,
 )
@@ -426,6 +428,11 @@ def test_default_configs(device):
         assert not cfg.tiled and (cfg.block_n, cfg.rows, cfg.num_warps) == (block_n, rows, warps)
         assert cfg.num_stages == BWD_RMS_NUM_STAGES[block_n]
     assert norm_config(4096, 32768, "bwd", device, rms=True).tiled
+    # ... and from BWD_RMS_RELOAD_N on reads each tile twice; nothing else does.
+    assert norm_config(4096, 9000, "bwd", device, rms=True).reload
+    assert norm_config(97, 300, "bwd", device, rms=True, block_n=BWD_RMS_RELOAD_N).reload
+    for n, rms, direction in [(8192, True, "bwd"), (16384, False, "bwd"), (16384, True, "fwd"), (32768, True, "bwd")]:
+        assert not norm_config(4096, n, direction, device, rms=rms).reload
     assert norm_config(4096, 8192, "bwd", device, rms=True) == norm_config(4096, 8192, "bwd", device)
     # float32 rows have forward entries of their own; 16-bit rows of the same length take the table's.
     for block_n, (rows, warps) in FWD_FLOAT32_CONFIGS.items():

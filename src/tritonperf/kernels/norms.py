@@ -281,11 +281,13 @@ def norm_bwd_kernel(
     x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr,
     M, N, stride_x, stride_dy, stride_dx, rows_per_program,
     RMS: tl.constexpr, HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
-    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, RELOAD: tl.constexpr = False,
 ):
     # Rows that fit in registers. Program p owns rows [p * rows_per_program, (p + 1) * rows_per_program),
     # walks them in [ROWS, BLOCK_N] tiles, writes dx, and keeps its share of dweight and dbias in
     # float32 registers until the end, when it writes them as row p of the partial buffers.
+    # RELOAD reads each tile a second time for dx (from cache: the first read asks to keep it)
+    # instead of holding x and dy across the row sums.
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -301,14 +303,21 @@ def norm_bwd_kernel(
         rows = first_row + tl.arange(0, ROWS)
         row_mask = rows < row_end
         mask = row_mask[:, None] & col_mask[None, :]
-        x, dy = _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, "evict_first")
+        if RELOAD:
+            x, dy = _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, "evict_last")
+        else:
+            x, dy = _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, "evict_first")
         rstd, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         # dx = rstd * (w·dy - mean(w·dy · x̂) · x̂ - mean(w·dy)); RMS norm has no mean(w·dy) term.
         c1 = tl.sum(xhat * wdy, axis=1) / N
+        if not RMS:
+            c2 = tl.sum(wdy, axis=1) / N
+        if RELOAD:
+            x, dy = _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, "evict_first")
+            rstd, xhat, wdy = _bwd_tile_terms(x, dy, w, mean_ptr, rstd_ptr, rows, row_mask, mask, RMS, HAS_W)
         if RMS:
             dx = (wdy - xhat * c1[:, None]) * rstd[:, None]
         else:
-            c2 = tl.sum(wdy, axis=1) / N
             dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
         tl.store(dx_ptr + rows[:, None] * stride_dx + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
         dw_acc, db_acc = _add_partials(dw_acc, db_acc, dy, xhat, DW, DB)
@@ -470,6 +479,12 @@ BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4,
 # path (float16 1773 against 2178).
 BWD_RMS_CONFIGS = BWD_CONFIGS + ((16384, 1, 32),)
 BWD_RMS_NUM_STAGES = {16384: 1}  # entries whose stages are fixed, not sized by BWD_SHARED_BYTES
+# From this BLOCK_N on, RMS norm's backward reads each tile twice (NormConfig.reload): once for the
+# row sum, again, from cache, for dx. In an interleaved H200 run (triton 3.6, torch 2.11, 2026-11-22,
+# 4096 x 16384, GB/s) bfloat16 moved 3425 against 2447 that way; float32 stayed within 1% (3020
+# against 3039). It still spills (208 bytes a thread in float16, against 232). Layer norm's 8192
+# entry lost 14% that way (bfloat16, 16384 x 5120), so only this entry takes it.
+BWD_RMS_RELOAD_N = 16384
 # The backward pipelines its loops over rows this deep (three stages won at nearly every shape of
 # the sweep), as far as two buffers of x and dy per extra stage fit this much shared memory.
 BWD_NUM_STAGES = 3
@@ -515,6 +530,8 @@ class NormConfig:
             for the tiled backward, the row groups each column tile is split into.
         num_stages: software-pipelining depth of the loops over rows (1: none; not the tiled forward).
         tiled: True when rows are streamed through tiles rather than held in registers.
+        reload: register-path backward: read each tile a second time for ``dx`` instead of
+            holding it across the row sums.
     """
 
     block_n: int
@@ -523,6 +540,7 @@ class NormConfig:
     programs: int
     num_stages: int = 1
     tiled: bool = False
+    reload: bool = False
 
 
 @functools.cache
@@ -611,7 +629,8 @@ def norm_config(
     if num_stages is None and direction == "bwd":
         num_stages = BWD_RMS_NUM_STAGES.get(block_n) if rms and block_n >= N else None
         num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
-    return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N)
+    reload = direction == "bwd" and rms and N <= block_n and block_n >= BWD_RMS_RELOAD_N
+    return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N, reload=reload)
 
 
 # -- launchers -----------------------------------------------------------------------------------
@@ -728,6 +747,8 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     stats = mean if mean is not None else rstd
     consts = {"RMS": rms, "HAS_W": weight is not None, "DW": dw is not None, "DB": db is not None,
               "ROWS": cfg.rows, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages}
+    if not cfg.tiled:
+        consts["RELOAD"] = cfg.reload
     n_tiles = cdiv(n, cfg.block_n)  # 1 on the register path
     row_sums = torch.empty((1 if rms else 2, m, n_tiles) if cfg.tiled else (1,), dtype=torch.float32, device=x.device)
 
