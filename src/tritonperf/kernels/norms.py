@@ -480,10 +480,12 @@ BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4,
 BWD_RMS_CONFIGS = BWD_CONFIGS + ((16384, 1, 32),)
 BWD_RMS_NUM_STAGES = {16384: 1}  # entries whose stages are fixed, not sized by BWD_SHARED_BYTES
 # From this BLOCK_N on, RMS norm's backward reads each tile twice (NormConfig.reload): once for the
-# row sum, again, from cache, for dx. In an interleaved H200 run (triton 3.6, torch 2.11, 2026-11-22,
-# 4096 x 16384, GB/s) bfloat16 moved 3425 against 2447 that way; float32 stayed within 1% (3020
-# against 3039). It still spills (208 bytes a thread in float16, against 232). Layer norm's 8192
-# entry lost 14% that way (bfloat16, 16384 x 5120), so only this entry takes it.
+# row sum, again, from cache, for dx. Two interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22,
+# GB/s against holding the tile): bfloat16 4096 x 16384 3425 and 3491 against 2447 and 2492; in
+# the second run float16 4096 x 16384 3511 against 2427, 16384 x 16384 3859 against 2585 and
+# 4096 x 12288 2984 against 2203; float32 within 2% in both. It still spills (208 bytes a thread in
+# float16, against 232). Layer norm's 8192 entry lost 14% that way (bfloat16, 16384 x 5120), so
+# only this entry takes it.
 BWD_RMS_RELOAD_N = 16384
 # The backward pipelines its loops over rows this deep (three stages won at nearly every shape of
 # the sweep), as far as two buffers of x and dy per extra stage fit this much shared memory.
