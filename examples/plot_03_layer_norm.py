@@ -274,8 +274,9 @@ for n in (1024, 4096, 8192):
 # %%
 # The registers hold ``x``, ``dy``, the weight and both accumulators, so whole rows stay in
 # registers only up to 8192 columns (the backward's own table below). RMS norm has no ``db`` to
-# accumulate: its backward keeps rows of up to 16384 columns in one program of 32 warps, which
-# spills a little and still beats the path below. Longer rows are cut into
+# accumulate: its backward keeps rows of up to 16384 columns in one program of 32 warps. There it
+# reads each tile a second time, from cache, for ``dx`` rather than hold it across the row sum;
+# it spills a little and still beats the path below. Longer rows are cut into
 # column tiles, and each program takes one column tile of a group of rows. ``dx`` needs two sums
 # over the whole row, which no such program sees, so it takes two kernels. The first writes each
 # tile's share of the two row sums (a few bytes per tile and row) and, since ``xhat`` only needs
