@@ -470,13 +470,14 @@ FWD_ONE_TILE_MAX_N = {2: 16384, 4: 16384}
 # (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
 BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
 # RMS norm's backward, which keeps no dbias sums, holds rows of up to 16384 columns in registers: one
-# row in 32 warps, one stage. Compiled for sm_90 it spills about 250 bytes a thread, and still beat the
-# two-kernel path in two interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, 4096 x 16384,
+# row in 32 warps, one stage. Compiled for sm_90 it spills about 250 bytes a thread, and still beat
+# the two-kernel path in two interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, 4096 x 16384,
 # GB/s, torch.compile in parentheses): float16 2414 and 2402 against 2227 and 2226 (2297, 2300),
-# bfloat16 2499 and 2440 against 2245 and 2228 (2239, 2217), float32 3041 and 3053 against 2383 and 2383 (2464,
-# 2465). The second run also had 16384 x 16384 (+5%, +10%, +27%) and 4096 x 12288 (+3%, +4%, +21%).
-# With 2 or 3 stages it lost 9-24%; layer norm, held the same way, lost 7-19% to its two-kernel
-# path (float16 1773 against 2178).
+# bfloat16 2499 and 2440 against 2245 and 2228 (2239, 2217), float32 3041 and 3053 against 2383
+# twice (2464, 2465). The second run also had 16384 x 16384 (+5%, +10%, +27%) and 4096 x 12288
+# (+3%, +4%, +21%). With 2 or 3 stages it lost 9-24%; layer norm, held the same way, lost 7-19% to
+# its two-kernel path (float16 1773 against 2178). These runs held the tile across the row sum;
+# BWD_RMS_RELOAD_N below made the entry faster still.
 BWD_RMS_CONFIGS = BWD_CONFIGS + ((16384, 1, 32),)
 BWD_RMS_NUM_STAGES = {16384: 1}  # entries whose stages are fixed, not sized by BWD_SHARED_BYTES
 # From this BLOCK_N on, RMS norm's backward reads each tile twice (NormConfig.reload): once for the
