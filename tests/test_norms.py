@@ -24,6 +24,7 @@ from tritonperf.kernels.norms import (
     BWD_TILED,
     FWD_CONFIGS,
     FWD_FLOAT32_CONFIGS,
+    FWD_FLOAT32_RELOAD,
     FWD_ONE_TILE_MAX_N,
     FWD_TILED,
     layer_norm,
@@ -270,6 +271,7 @@ def test_tiled_path(norm, shape, block_n, device):
         {"rows": 16, "num_warps": 8},  # more rows per tile than some programs own
         {"block_n": 512, "num_stages": 2},  # a wider block than the row needs; a pipelined row loop
         {"block_n": BWD_RMS_RELOAD_N, "num_warps": 4},  # RMS norm's backward reads each tile twice
+        {"block_n": FWD_FLOAT32_RELOAD[0], "rows": 1},  # the float32 forward reads each row again
     ],
     ids=str,
 )
@@ -433,6 +435,12 @@ def test_default_configs(device):
     assert norm_config(97, 300, "bwd", device, rms=True, block_n=BWD_RMS_RELOAD_N).reload
     for n, rms, direction in [(8192, True, "bwd"), (16384, False, "bwd"), (16384, True, "fwd"), (32768, True, "bwd")]:
         assert not norm_config(4096, n, direction, device, rms=rms).reload
+    # The forward re-reads float32 rows of the FWD_FLOAT32_RELOAD blocks only.
+    for n in (3000, 5120, 8192):
+        assert norm_config(4096, n, "fwd", device, itemsize=4).reload
+        assert not norm_config(4096, n, "fwd", device, itemsize=2).reload
+    for n in (1024, 16384, 65536):
+        assert not norm_config(4096, n, "fwd", device, itemsize=4).reload
     assert norm_config(4096, 8192, "bwd", device, rms=True) == norm_config(4096, 8192, "bwd", device)
     # float32 rows have forward entries of their own; 16-bit rows of the same length take the table's.
     for block_n, (rows, warps) in FWD_FLOAT32_CONFIGS.items():

@@ -88,15 +88,24 @@ def _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W: tl.constexpr, HAS_B: tl
 
 @triton.jit
 def _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps, cols, col_mask,
-                  RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
-    # One row held 1-D in registers: statistics, then the normalized row.
-    x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0).to(tl.float32)
+                  RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, RELOAD: tl.constexpr):
+    # One row held 1-D in registers: statistics, then the normalized row. RELOAD reads the row again,
+    # from cache, after each reduction instead of holding it across them (see FWD_FLOAT32_RELOAD).
+    if RELOAD:
+        x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    else:
+        x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0).to(tl.float32)
     if RMS:
         xc = x
     else:
         mean = tl.sum(x, axis=0) / N
+        if RELOAD:
+            x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
         xc = tl.where(col_mask, x - mean, 0.0)
     rstd = tl.rsqrt(tl.sum(xc * xc, axis=0) / N + eps)
+    if RELOAD:
+        x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        xc = x if RMS else tl.where(col_mask, x - mean, 0.0)
     y = xc * rstd
     y = _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W, HAS_B)
     tl.store(y_ptr + row * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=col_mask)
@@ -135,6 +144,7 @@ def norm_fwd_kernel(
     M, N, stride_x, stride_y, eps,
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
     ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, ONE_TILE: tl.constexpr,
+    RELOAD: tl.constexpr = False,
 ):
     # Rows that fit in registers: each step of the loop normalizes a [ROWS, BLOCK_N] tile, one row per
     # line of the tile. With fewer programs than tiles the grid is persistent: program p takes tiles
@@ -159,11 +169,11 @@ def norm_fwd_kernel(
     if ROWS == 1:
         if ONE_TILE:  # the default grid: no loop at all
             _norm_fwd_row(pid.to(tl.int64), x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps,
-                          cols, col_mask, RMS, HAS_W, HAS_B)
+                          cols, col_mask, RMS, HAS_W, HAS_B, RELOAD)
         else:
             for row in tl.range(pid.to(tl.int64), M, tl.num_programs(0), num_stages=NUM_STAGES):
                 _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps,
-                              cols, col_mask, RMS, HAS_W, HAS_B)
+                              cols, col_mask, RMS, HAS_W, HAS_B, RELOAD)
     elif ONE_TILE:
         _norm_fwd_tile(pid.to(tl.int64), x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, M, N, stride_x, stride_y, eps,
                        cols, col_mask, RMS, HAS_W, HAS_B, ROWS)
@@ -454,7 +464,15 @@ FWD_CONFIGS = (
 #   RMS norm 3647 and 3519 against 3456 and 3429 (3595, 3532).
 # In bfloat16 the table's entry was best or within 2% at 256 columns; at 1024 columns in 16-bit
 # types the best shape differed between the norms and between runs.
-FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4)}  # block_n: (rows, num_warps)
+FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16)}  # block_n: (rows, num_warps)
+# float32 rows of 2049-8192 columns, one to a program in 16 warps, read the row once per reduction
+# and once more for y, from cache after the first time (NormConfig.reload), rather than hold it in
+# registers: that halves the registers a thread needs. One interleaved H200 run (triton 3.6, torch
+# 2.11, 2026-11-22, GB/s against the 8-warp kernel that holds the row, torch.compile in
+# parentheses): layer norm 16384 x 4096 4193 against 4033 (4208), 16384 x 8192 4227 against 4100
+# (4244); RMS norm 16384 x 4096 4214 against 4033 (4225), 16384 x 8192 4152 against 4061 (4264).
+# At 4096 x 16384 layer norm lost 3% that way; in bfloat16 layer norm lost 1-20%.
+FWD_FLOAT32_RELOAD = (4096, 8192)  # BLOCK_N values
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
 # H200: one tile per program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 ->
@@ -533,8 +551,8 @@ class NormConfig:
             for the tiled backward, the row groups each column tile is split into.
         num_stages: software-pipelining depth of the loops over rows (1: none; not the tiled forward).
         tiled: True when rows are streamed through tiles rather than held in registers.
-        reload: register-path backward: read each tile a second time for ``dx`` instead of
-            holding it across the row sums.
+        reload: register path: read each tile again, from cache, after each row reduction
+            instead of holding it in registers across them.
     """
 
     block_n: int
@@ -632,7 +650,10 @@ def norm_config(
     if num_stages is None and direction == "bwd":
         num_stages = BWD_RMS_NUM_STAGES.get(block_n) if rms and block_n >= N else None
         num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
-    reload = direction == "bwd" and rms and N <= block_n and block_n >= BWD_RMS_RELOAD_N
+    if direction == "bwd":
+        reload = rms and N <= block_n and block_n >= BWD_RMS_RELOAD_N
+    else:
+        reload = itemsize == 4 and rows == 1 and N <= block_n and block_n in FWD_FLOAT32_RELOAD
     return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N, reload=reload)
 
 
@@ -722,7 +743,8 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     consts = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "BLOCK_N": cfg.block_n}
     kernel = norm_fwd_tiled_kernel if cfg.tiled else norm_fwd_kernel
     if not cfg.tiled:
-        consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages, "ONE_TILE": cfg.programs >= cdiv(m, cfg.rows)}
+        consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages, "ONE_TILE": cfg.programs >= cdiv(m, cfg.rows),
+                   "RELOAD": cfg.reload}
     if knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, args, consts, cfg.num_warps, x.device)
         cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), per_sm=per_sm, **knobs)
