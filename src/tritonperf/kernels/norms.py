@@ -467,11 +467,15 @@ FWD_CONFIGS = (
 FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16)}  # block_n: (rows, num_warps)
 # float32 rows of 2049-8192 columns, one to a program in 16 warps, read the row once per reduction
 # and once more for y, from cache after the first time (NormConfig.reload), rather than hold it in
-# registers: that halves the registers a thread needs. One interleaved H200 run (triton 3.6, torch
+# registers: that halves the registers a thread needs. Two interleaved H200 runs (triton 3.6, torch
 # 2.11, 2026-11-22, GB/s against the 8-warp kernel that holds the row, torch.compile in
-# parentheses): layer norm 16384 x 4096 4193 against 4033 (4208), 16384 x 8192 4227 against 4100
-# (4244); RMS norm 16384 x 4096 4214 against 4033 (4225), 16384 x 8192 4152 against 4061 (4264).
-# At 4096 x 16384 layer norm lost 3% that way; in bfloat16 layer norm lost 1-20%.
+# parentheses): layer norm 16384 x 4096 4193 and 4169 against 4033 and 3999 (4208, 4191), 16384 x
+# 8192 4227 and 4189 against 4100 and 4055 (4244, 4200); RMS norm 16384 x 4096 4214 and 4184
+# against 4033 and 4010 (4225, 4198), 16384 x 8192 4152 and 4119 against 4061 and 4032 (4264,
+# 4236). In the second run RMS norm also gained at 16384 x 5120 (4168 against 4013) and 4096 x 4096
+# (+2%); layer norm lost 2% at 16384 x 5120 (3977 against 4074); 4096 x 8192 and layer norm 4096 x
+# 4096 stayed within 0.5%. At 4096 x 16384 layer norm lost 3% that way; in bfloat16 layer norm
+# lost 1-20%.
 FWD_FLOAT32_RELOAD = (4096, 8192)  # BLOCK_N values
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
