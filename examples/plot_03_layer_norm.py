@@ -144,7 +144,10 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   (``ROWS = 1``, from ``BLOCK_N = 4096`` in the table), the kernel handles it as a 1-D row
 #   without an eviction hint, because step 1 showed what that form is worth: on an H200 the
 #   ``[1, BLOCK_N]`` tile, the hint and the loop each cost layer norm a few percent or more at
-#   these lengths.
+#   these lengths. float32 rows of 2049 to 8192 columns are the exception (``FWD_FLOAT32_RELOAD``):
+#   in 16 warps they read the row again after each reduction instead of holding it, which halves
+#   the registers a thread needs. The first reads ask L2 to keep the row (``evict_last``), so
+#   the later ones come from cache.
 # * **Weight and bias loaded late.** They are read for each tile once the statistics are done,
 #   as step 1 does, not once per program and kept: held across the loop they take registers for
 #   all of it, and fewer programs fit on an SM. Every program reads the same ``N`` values, so
