@@ -528,6 +528,8 @@ FWD_TILED = (8192, 1, 16)
 # run, H200, triton 3.6, 2026-11-22, GB/s (one pass / tiled kernel, best of 3 step widths / scratch
 # two-pass, best of 7 launches / torch.compile): layer norm float32 16384 x 8192 4094 / 3694 / 4169 /
 # 4236; 4096 x 16384 3488 / 3446 / 3933 / 3718; bfloat16 16384 x 8192 4081 / 2652 / 3663 / 3703.
+# Later, re-reading the held row from cache instead (FWD_FLOAT32_RELOAD) closed most of that gap at
+# float32 rows of 2049-8192 columns.
 BWD_TILED = (2048, 1, 4)
 # The tiled backward's grid is column tiles by row groups; it launches about this many times as many
 # programs as the GPU runs at once.
