@@ -91,20 +91,21 @@ def _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride
                   RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, RELOAD: tl.constexpr):
     # One row held 1-D in registers: statistics, then the normalized row. RELOAD reads the row again,
     # from cache, after each reduction instead of holding it across them (see FWD_FLOAT32_RELOAD).
+    x_ptrs = x_ptr + row * stride_x + cols
     if RELOAD:
-        x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        x = tl.load(x_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
     else:
-        x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0).to(tl.float32)
+        x = tl.load(x_ptrs, mask=col_mask, other=0.0).to(tl.float32)
     if RMS:
         xc = x
     else:
         mean = tl.sum(x, axis=0) / N
         if RELOAD:
-            x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+            x = tl.load(x_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
         xc = tl.where(col_mask, x - mean, 0.0)
     rstd = tl.rsqrt(tl.sum(xc * xc, axis=0) / N + eps)
     if RELOAD:
-        x = tl.load(x_ptr + row * stride_x + cols, mask=col_mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        x = tl.load(x_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
         xc = x if RMS else tl.where(col_mask, x - mean, 0.0)
     y = xc * rstd
     y = _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W, HAS_B)
@@ -656,11 +657,12 @@ def norm_config(
     if num_stages is None and direction == "bwd":
         num_stages = BWD_RMS_NUM_STAGES.get(block_n) if rms and block_n >= N else None
         num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
+    tiled = block_n < N
     if direction == "bwd":
-        reload = rms and N <= block_n and block_n >= BWD_RMS_RELOAD_N
+        reload = rms and not tiled and block_n >= BWD_RMS_RELOAD_N
     else:
-        reload = itemsize == 4 and rows == 1 and N <= block_n and block_n in FWD_FLOAT32_RELOAD
-    return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N, reload=reload)
+        reload = itemsize == 4 and rows == 1 and not tiled and block_n in FWD_FLOAT32_RELOAD
+    return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=tiled, reload=reload)
 
 
 # -- launchers -----------------------------------------------------------------------------------
