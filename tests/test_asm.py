@@ -16,6 +16,7 @@ import triton.language as tl
 
 import tritonperf  # noqa: F401  (first: chooses GPU or interpreter before any kernel is defined)
 from tritonperf import asm, runtime
+from tritonperf.kernels._rows import KNOWN_ALIGN, row_align
 
 softmax = importlib.import_module("tritonperf.kernels.softmax")
 transpose = importlib.import_module("tritonperf.kernels.transpose")
@@ -78,6 +79,32 @@ def test_vector_add_any_n_is_not_vectorized():
     ptx = compile_add().ptx
     assert asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == 0
     assert asm.count(ptx, asm.GLOBAL_LOAD) == 16
+
+
+@needs_cuda_compiler
+@pytest.mark.parametrize("align", [1, 8])
+def test_softmax_rows_aligned_to_8_take_vector_loads_once_the_kernel_is_told(align):
+    # 3000 float16 columns: the length and the row strides are multiples of 8, not of 16, so a
+    # launch specializes none of them. Told ALIGN = 8 (what the launcher passes), the kernel loads
+    # 16 bytes at a time; without it, 2 bytes.
+    assert row_align(3000, 3000, 3000, 3000) == 8
+    plan = softmax.softmax_plan(4096, 3000, torch.float16, "bwd")
+    sig = {"y_ptr": "*fp16", "dy_ptr": "*fp16", "dx_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32",
+           "y_row_stride": "i32", "dy_row_stride": "i32", "dx_row_stride": "i32"}
+    consts = {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "NUM_STAGES": plan.num_stages, "ONE_BLOCK": True,
+              "RELOAD": plan.reload, "ALIGN": align}
+    ptx = asm.compile_for_hopper(softmax.softmax_bwd_kernel, sig, consts, num_warps=plan.num_warps).ptx
+    if align == 1:
+        assert asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == 0
+    else:
+        assert asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == asm.count(ptx, asm.GLOBAL_LOAD) > 0
+
+
+def test_row_align():
+    assert row_align(4096, 4096) == row_align(0) == KNOWN_ALIGN  # Triton sees multiples of 16 itself
+    assert row_align(3000, 3008) == 8
+    assert row_align(300, 310) == 2
+    assert row_align(4097) == row_align(4096, 1) == 1
 
 
 @needs_cuda_compiler

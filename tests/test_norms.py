@@ -24,8 +24,8 @@ from tritonperf.kernels.norms import (
     BWD_TILED,
     FWD_CONFIGS,
     FWD_FLOAT32_CONFIGS,
-    FWD_FLOAT32_RELOAD,
     FWD_ONE_TILE_MAX_N,
+    FWD_RELOAD,
     FWD_TILED,
     layer_norm,
     layer_norm_bwd,
@@ -271,7 +271,7 @@ def test_tiled_path(norm, shape, block_n, device):
         {"rows": 16, "num_warps": 8},  # more rows per tile than some programs own
         {"block_n": 512, "num_stages": 2},  # a wider block than the row needs; a pipelined row loop
         {"block_n": BWD_RMS_RELOAD_N, "num_warps": 4},  # RMS norm's backward reads each tile twice
-        {"block_n": FWD_FLOAT32_RELOAD[0], "rows": 1},  # the float32 forward reads each row again
+        {"block_n": FWD_RELOAD[(4, False)][0], "rows": 1},  # the float32 forward reads each row again
     ],
     ids=str,
 )
@@ -309,7 +309,8 @@ def test_non_contiguous_inputs_and_gradients(norm, device):
     # A column slice is read through its row stride; a transposed tensor is copied first. Summing
     # the output makes autograd pass an expanded dy, whose strides are all 0.
     wide = random_tensor((50, 130), torch.float32, device)
-    for x in (wide[:, 3:103], random_tensor((100, 50), torch.float32, device).t()):
+    aligned = random_tensor((50, 136), torch.float32, device)  # rows 136 apart, a multiple of 8: see row_align
+    for x in (wide[:, 3:103], aligned[:, 8:108], random_tensor((100, 50), torch.float32, device).t()):
         params = _params(norm, 100, torch.float32, device)
         assert_close(_ours(norm)(x, *params), _reference(norm)(x, *params))
         leaf = x.detach().requires_grad_()
@@ -365,12 +366,16 @@ def test_ladder_steps(device):
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("programs", [None, 3], ids=["program-per-row", "persistent"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
-def test_one_row_per_tile_forward(norm, programs, dtype, device):
+@pytest.mark.parametrize("block_n", [None, 4096], ids=["block-512", "block-4096"])
+def test_one_row_per_tile_forward(norm, programs, dtype, block_n, device):
     # rows=1, the default for rows of 8192 columns and more, takes the 1-D path: without a loop when
     # every row has its program, with one when fewer programs take turns (an odd length, 7 rows).
-    knobs = {"rows": 1} | ({"programs": programs} if programs else {})
-    cfg = norm_config(7, 300, "fwd", device, **knobs)
+    # A block of 4096 reads the row again after each reduction (FWD_RELOAD) in float32, and for RMS
+    # norm in float16.
+    knobs = {"rows": 1} | ({"programs": programs} if programs else {}) | ({"block_n": block_n} if block_n else {})
+    cfg = norm_config(7, 300, "fwd", device, itemsize=dtype.itemsize, rms=norm == "rms_norm", **knobs)
     assert (cfg.rows, cfg.programs, cfg.tiled) == (1, programs or 7, False)
+    assert cfg.reload == (block_n is not None and (dtype == torch.float32 or norm == "rms_norm"))
     _check_forward(norm, (7, 300), dtype, device, **knobs)
 
 
@@ -435,12 +440,16 @@ def test_default_configs(device):
     assert norm_config(97, 300, "bwd", device, rms=True, block_n=BWD_RMS_RELOAD_N).reload
     for n, rms, direction in [(8192, True, "bwd"), (16384, False, "bwd"), (16384, True, "fwd"), (32768, True, "bwd")]:
         assert not norm_config(4096, n, direction, device, rms=rms).reload
-    # The forward re-reads float32 rows of the FWD_FLOAT32_RELOAD blocks only.
+    # The forward re-reads float32 rows of the FWD_RELOAD blocks only.
     for n in (3000, 5120, 8192):
         assert norm_config(4096, n, "fwd", device, itemsize=4).reload
         assert not norm_config(4096, n, "fwd", device, itemsize=2).reload
     for n in (1024, 16384, 65536):
         assert not norm_config(4096, n, "fwd", device, itemsize=4).reload
+    # ... and 16-bit RMS norm rows too, with a warp per FWD_RELOAD_COLUMNS_PER_WARP columns.
+    for n, warps in ((3000, 4), (4096, 8), (5120, 8), (8192, 16)):
+        cfg = norm_config(4096, n, "fwd", device, itemsize=2, rms=True)
+        assert cfg.reload and cfg.num_warps == warps
     assert norm_config(4096, 8192, "bwd", device, rms=True) == norm_config(4096, 8192, "bwd", device)
     # float32 rows have forward entries of their own; 16-bit rows of the same length take the table's.
     for block_n, (rows, warps) in FWD_FLOAT32_CONFIGS.items():

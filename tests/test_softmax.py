@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tritonperf import runtime
 from tritonperf.kernels.softmax import (
     BWD_MAX_WARPS,
+    FUSED_ELEMENTS,
     MAX_FUSED_N,
     MAX_FUSED_N_FWD_16BIT,
     MIN_ELEMENTS_PER_THREAD,
@@ -206,19 +207,39 @@ def test_large_magnitudes_do_not_overflow(path, device):
     assert_close(y, _ref(h))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_read_twice(dtype, device):
+    # RELOAD_BLOCKS: the float32 forward and the 16-bit backward of these widths read each row again.
+    # Row 1 is all -inf (NaN out, as in torch); row 2 has large magnitudes.
+    n = 3000 if dtype == torch.float32 else 9000
+    direction = "fwd" if dtype == torch.float32 else "bwd"
+    assert softmax_plan(3, n, dtype, direction, device).reload
+    x = random_tensor((3, n), dtype, device)
+    x[1] = -float("inf")
+    x[2] *= 1000
+    y = softmax(x)
+    assert torch.isnan(y[1]).all()
+    assert_close(y[[0, 2]], _ref(x[[0, 2]]))
+    dy = random_tensor((3, n), dtype, device)
+    dx = softmax_backward(y[[0, 2]], dy[[0, 2]])
+    assert_close(dx, softmax_backward_reference(y[[0, 2]].double(), dy[[0, 2]].double()), dtype)
+
+
 # -- layouts --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cols, stride", [(300, 310), (200, 264)], ids=str)
 @pytest.mark.parametrize("path", ["fused", "online", "split"])
-def test_strided_rows(path, device):
-    # Columns 0..299 of a 9 x 310 tensor: rows 310 elements apart, read in place.
-    base = random_tensor((9, 310), torch.float16, device)
-    x = base[:, :300]
+def test_strided_rows(path, cols, stride, device):
+    # The first `cols` columns of a 9 x `stride` tensor, read in place. 200 and 264 are multiples of
+    # 8, not 16: the kernels are told so (row_align) and may load 8 elements at a time.
+    base = random_tensor((9, stride), torch.float16, device)
+    x = base[:, :cols]
     y = softmax(x, **PATHS[path])
     assert y.is_contiguous() and y.shape == x.shape
     assert_close(y, _ref(x))
     # The backward pass reads strided rows of y and dy too.
-    y_strided = torch.zeros((9, 305), dtype=torch.float16, device=device)[:, 5:]
+    y_strided = torch.zeros((9, cols + 8), dtype=torch.float16, device=device)[:, 8:]
     y_strided.copy_(y)
-    dy = random_tensor((9, 320), torch.float16, device)[:, 10:310]
+    dy = random_tensor((9, stride + 16), torch.float16, device)[:, 16:cols + 16]
     dx = softmax_backward(y_strided, dy, **PATHS[path])
     assert_close(dx, softmax_backward_reference(y.double(), dy.double()), torch.float16)
 
@@ -320,6 +341,20 @@ def test_plan_paths_and_packing():
     assert softmax_plan(2, 1 << 20, h, split=1).path == "online"
     bwd = softmax_plan(4096, 4096, h, "bwd")
     assert bwd.num_warps >= softmax_plan(4096, 4096, h, "fwd").num_warps
+    # Rows of the RELOAD_BLOCKS widths are read again from cache after each reduction; the
+    # backward's then take a warp per BWD_RELOAD_COLUMNS_PER_WARP columns, up to 32.
+    for n in (12288, 16384):
+        plan = softmax_plan(4096, n, torch.bfloat16, "bwd")
+        assert plan.reload and plan.num_warps == 32
+    for n, dtype, direction in ((4096, h, "bwd"), (8192, h, "bwd"), (MAX_FUSED_N, h, "bwd"), (16384, f, "bwd"),
+                                (4096, h, "fwd"), (1024, f, "fwd")):
+        assert not softmax_plan(4096, n, dtype, direction).reload
+    for n in (3000, 4096, 5120, MAX_FUSED_N):
+        assert softmax_plan(4096, n, f).reload
+    assert not softmax_plan(4096, 4096, f, rows_per_program=2).reload  # a packed block holds its rows
+    # FUSED_ROWS overrides the packing rule: two rows of 513-1024 columns a program.
+    assert softmax_plan(4096, 1000, h).rows_per_program == softmax_plan(4096, 1024, f, "bwd").rows_per_program == 2
+    assert softmax_plan(4096, 512, h).rows_per_program == FUSED_ELEMENTS // 512
 
 
 # -- bad input ------------------------------------------------------------------------------------

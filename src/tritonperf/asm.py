@@ -382,7 +382,8 @@ def compile_for_hopper(
         kernel: a ``@triton.jit`` function (or an interpreted one, or an autotuner around one).
         signature: Triton's type of every runtime argument, by parameter name: ``"*fp32"``,
             ``"*fp16"``, ``"*i32"`` for pointers, ``"i32"``, ``"i64"``, ``"fp32"`` for scalars.
-        constexprs: the value of every ``tl.constexpr`` parameter, by name. A launch also turns
+        constexprs: the value of every ``tl.constexpr`` parameter without a default, by name
+            (others take their defaults, as in a launch). A launch also turns
             an integer argument equal to 1 into a constant; pass it here to get that variant.
         num_warps: warps per program.
         num_stages: software-pipelining depth (Triton's default for CUDA is 3).
@@ -402,6 +403,9 @@ def compile_for_hopper(
         raise RuntimeError(f"cannot compile for sm_90: {reason}")
     fn = jit_function(kernel)
     constexprs = dict(constexprs or {})
+    for name, param in inspect.signature(fn.fn).parameters.items():  # what a launch leaves out: the defaults
+        if name not in constexprs and name not in signature and param.default is not inspect.Parameter.empty:
+            constexprs[name] = param.default
     full = _full_signature(fn, signature, constexprs)
     if divisible_by_16 is None:
         divisible = [name for name, kind in full.items() if kind.startswith("*")]

@@ -31,7 +31,8 @@ import triton
 import triton.language as tl
 
 from .. import validation
-from .._intmath import cdiv, next_power_of_2
+from .._intmath import cdiv, floor_power_of_2, next_power_of_2
+from ._rows import aligned, row_align
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -72,7 +73,8 @@ def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor | None, eps: float 
 # -- kernels -------------------------------------------------------------------------------------
 # One set of kernels serves both norms: RMS is a constexpr flag, so each norm compiles to its own
 # code with no run-time branch. Rows are addressed through a row stride (the last dimension must be
-# contiguous); row indices are int64, so M * N may pass 2**31 elements.
+# contiguous); row indices are int64, so M * N may pass 2**31 elements. ALIGN, a power of two
+# that divides N and the row strides, lets masked row loads be vector loads (see _rows.py).
 
 
 @triton.jit
@@ -90,7 +92,7 @@ def _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W: tl.constexpr, HAS_B: tl
 def _norm_fwd_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps, cols, col_mask,
                   RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, RELOAD: tl.constexpr):
     # One row held 1-D in registers: statistics, then the normalized row. RELOAD reads the row again,
-    # from cache, after each reduction instead of holding it across them (see FWD_FLOAT32_RELOAD).
+    # from cache, after each reduction instead of holding it across them (see FWD_RELOAD).
     x_ptrs = x_ptr + row * stride_x + cols
     if RELOAD:
         x = tl.load(x_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
@@ -146,6 +148,7 @@ def norm_fwd_kernel(
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
     ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, ONE_TILE: tl.constexpr,
     RELOAD: tl.constexpr = False,
+    ALIGN: tl.constexpr = 1,
 ):
     # Rows that fit in registers: each step of the loop normalizes a [ROWS, BLOCK_N] tile, one row per
     # line of the tile. With fewer programs than tiles the grid is persistent: program p takes tiles
@@ -164,6 +167,9 @@ def norm_fwd_kernel(
     # 0.57 of the copy ceiling inside it, 0.88 without. Tiles of several rows lost less to it (H200,
     # 4096 rows, GB/s without the loop against with it): layer norm bfloat16 256 columns 1406 against
     # 1204, 2048 columns 3248 against 2939; float32 512 columns 2683 against 2523.
+    N = aligned(N, ALIGN)
+    stride_x = aligned(stride_x, ALIGN)
+    stride_y = aligned(stride_y, ALIGN)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -189,10 +195,14 @@ def norm_fwd_tiled_kernel(
     x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
     M, N, stride_x, stride_y, eps,
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK_N: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
     # Rows of any length: one row at a time per program, two passes over BLOCK_N-wide tiles. The first
     # pass gathers the statistics; the second re-reads the row (mostly from L2: it was just read) and
     # writes the output.
+    N = aligned(N, ALIGN)
+    stride_x = aligned(stride_x, ALIGN)
+    stride_y = aligned(stride_y, ALIGN)
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK_N)
     for row in tl.range(pid.to(tl.int64), M, tl.num_programs(0)):
@@ -293,12 +303,17 @@ def norm_bwd_kernel(
     M, N, stride_x, stride_dy, stride_dx, rows_per_program,
     RMS: tl.constexpr, HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
     ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, RELOAD: tl.constexpr = False,
+    ALIGN: tl.constexpr = 1,
 ):
     # Rows that fit in registers. Program p owns rows [p * rows_per_program, (p + 1) * rows_per_program),
     # walks them in [ROWS, BLOCK_N] tiles, writes dx, and keeps its share of dweight and dbias in
     # float32 registers until the end, when it writes them as row p of the partial buffers.
     # RELOAD reads each tile a second time for dx (from cache: the first read asks to keep it)
     # instead of holding x and dy across the row sums.
+    N = aligned(N, ALIGN)
+    stride_x = aligned(stride_x, ALIGN)
+    stride_dy = aligned(stride_dy, ALIGN)
+    stride_dx = aligned(stride_dx, ALIGN)
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < N
@@ -341,12 +356,16 @@ def norm_bwd_sums_kernel(
     M, N, stride_x, stride_dy, rows_per_program,
     RMS: tl.constexpr, HAS_W: tl.constexpr, DW: tl.constexpr, DB: tl.constexpr,
     ROWS: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
     # Rows too long for registers, first of two passes. Program (c, r) takes column tile c of the
     # rows [r * rows_per_program, (r + 1) * rows_per_program). For each row it writes its tile's
     # share of the two row sums dx needs (sums[0 or 1, row, c]); over its rows it adds up dy * x̂
     # and dy per column and writes them as row r of the partial buffers. x̂ needs only the forward's
     # statistics, so nothing here waits for another program.
+    N = aligned(N, ALIGN)
+    stride_x = aligned(stride_x, ALIGN)
+    stride_dy = aligned(stride_dy, ALIGN)
     pid_c = tl.program_id(0)
     pid_r = tl.program_id(1)
     n_tiles = tl.num_programs(0)
@@ -379,9 +398,14 @@ def norm_bwd_dx_kernel(
     M, N, stride_x, stride_dy, stride_dx, rows_per_program,
     RMS: tl.constexpr, HAS_W: tl.constexpr,
     ROWS: tl.constexpr, BLOCK_N: tl.constexpr, TILES: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
     # Second pass, over the same tiles as norm_bwd_sums_kernel: add up each row's shares of the two
     # sums (TILES: the number of column tiles rounded up to a power of two), then write dx.
+    N = aligned(N, ALIGN)
+    stride_x = aligned(stride_x, ALIGN)
+    stride_dy = aligned(stride_dy, ALIGN)
+    stride_dx = aligned(stride_dx, ALIGN)
     pid_c = tl.program_id(0)
     pid_r = tl.program_id(1)
     n_tiles = tl.num_programs(0)
@@ -412,9 +436,10 @@ def norm_bwd_dx_kernel(
 
 
 @triton.jit
-def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr, ALIGN: tl.constexpr = 1):
     # Column sums of a float32 [S, P, N] buffer into an [S, N] output: axis 0 of the grid walks
     # column blocks, axis 1 picks which of the S sums (dweight, dbias).
+    N = aligned(N, ALIGN)
     pid_c = tl.program_id(0)
     which = tl.program_id(1).to(tl.int64)
     cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -477,7 +502,8 @@ FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16)} 
 # (+2%); layer norm lost 2% at 16384 x 5120 (3977 against 4074); 4096 x 8192 and layer norm 4096 x
 # 4096 stayed within 0.5%. At 4096 x 16384 layer norm lost 3% that way; in bfloat16 layer norm
 # lost 1-20%.
-FWD_FLOAT32_RELOAD = (4096, 8192)  # BLOCK_N values
+FWD_RELOAD = {(4, False): (4096, 8192), (4, True): (4096, 8192), (2, True): (4096, 8192)}  # (bytes per element, RMS): BLOCK_N values
+FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
 # H200: one tile per program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 ->
@@ -529,7 +555,7 @@ FWD_TILED = (8192, 1, 16)
 # run, H200, triton 3.6, 2026-11-22, GB/s (one pass / tiled kernel, best of 3 step widths / scratch
 # two-pass, best of 7 launches / torch.compile): layer norm float32 16384 x 8192 4094 / 3694 / 4169 /
 # 4236; 4096 x 16384 3488 / 3446 / 3933 / 3718; bfloat16 16384 x 8192 4081 / 2652 / 3663 / 3703.
-# Later, re-reading the held row from cache instead (FWD_FLOAT32_RELOAD) closed most of that gap at
+# Later, re-reading the held row from cache instead (FWD_RELOAD) closed most of that gap at
 # float32 rows of 2049-8192 columns.
 BWD_TILED = (2048, 1, 4)
 # The tiled backward's grid is column tiles by row groups; it launches about this many times as many
@@ -639,6 +665,9 @@ def norm_config(
         if direction == "fwd" and itemsize == 4:
             default_rows, default_warps = FWD_FLOAT32_CONFIGS.get(block_n, (default_rows, default_warps))
         rows = rows or default_rows
+        per_warp = FWD_RELOAD_COLUMNS_PER_WARP.get(itemsize)
+        if direction == "fwd" and per_warp and rows == 1 and block_n in FWD_RELOAD.get((itemsize, rms), ()):
+            default_warps = min(floor_power_of_2(N // per_warp), 32)
         num_warps = num_warps or default_warps
         tiles = cdiv(M, rows)
         if direction == "fwd" and block_n <= FWD_ONE_TILE_MAX_N.get(itemsize, 4096):
@@ -661,7 +690,7 @@ def norm_config(
     if direction == "bwd":
         reload = rms and not tiled and block_n >= BWD_RMS_RELOAD_N
     else:
-        reload = itemsize == 4 and rows == 1 and not tiled and block_n in FWD_FLOAT32_RELOAD
+        reload = rows == 1 and not tiled and block_n in FWD_RELOAD.get((itemsize, rms), ())
     return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=tiled, reload=reload)
 
 
@@ -743,19 +772,20 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
         mean.fill_(float("nan"))  # the statistics of empty rows are undefined, as in torch
         rstd.fill_(float("nan"))
         return y, mean, rstd
-    cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), **knobs)
+    cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, **knobs)
     x2, y2 = _as_rows(x, n), y.view(-1, n)
     w = weight.contiguous() if weight is not None else x2
     b = bias.contiguous() if bias is not None else x2
     args = (x2, y2, w, b, mean, rstd, m, n, x2.stride(0), y2.stride(0), float(eps))
-    consts = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "BLOCK_N": cfg.block_n}
+    consts = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "BLOCK_N": cfg.block_n,
+              "ALIGN": row_align(n, x2.stride(0), y2.stride(0))}
     kernel = norm_fwd_tiled_kernel if cfg.tiled else norm_fwd_kernel
     if not cfg.tiled:
         consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages, "ONE_TILE": cfg.programs >= cdiv(m, cfg.rows),
                    "RELOAD": cfg.reload}
     if knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, args, consts, cfg.num_warps, x.device)
-        cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), per_sm=per_sm, **knobs)
+        cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, per_sm=per_sm, **knobs)
         if not cfg.tiled:
             consts["ONE_TILE"] = cfg.programs >= cdiv(m, cfg.rows)
     kernel[(cfg.programs,)](*args, **consts, num_warps=cfg.num_warps)
@@ -779,7 +809,8 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     w = weight.contiguous() if weight is not None else x2
     stats = mean if mean is not None else rstd
     consts = {"RMS": rms, "HAS_W": weight is not None, "DW": dw is not None, "DB": db is not None,
-              "ROWS": cfg.rows, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages}
+              "ROWS": cfg.rows, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages,
+              "ALIGN": row_align(n, x2.stride(0), dy2.stride(0), dx2.stride(0))}
     if not cfg.tiled:
         consts["RELOAD"] = cfg.reload
     n_tiles = cdiv(n, cfg.block_n)  # 1 on the register path
@@ -807,13 +838,14 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
         norm_bwd_dx_kernel[grid](
             x2, dy2, dx2, w, stats, rstd, row_sums, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program,
             RMS=rms, HAS_W=weight is not None, ROWS=cfg.rows, BLOCK_N=cfg.block_n, TILES=next_power_of_2(n_tiles),
-            NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
+            NUM_STAGES=cfg.num_stages, ALIGN=consts["ALIGN"], num_warps=cfg.num_warps,
         )
     if sums:
         sms = _sm_count(x.device)
         block_c = max(SUM_MIN_BLOCK_C, min(SUM_BLOCK_C, next_power_of_2(cdiv(n * len(sums), 2 * sms))))
         grid = (cdiv(n, block_c), len(sums))
-        sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=block_c, num_warps=SUM_WARPS)
+        sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=block_c, ALIGN=row_align(n),
+                                  num_warps=SUM_WARPS)
     return dx, dw, db
 
 

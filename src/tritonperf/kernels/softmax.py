@@ -29,6 +29,7 @@ import triton.language as tl
 
 from .. import validation
 from .._intmath import cdiv, floor_power_of_2, next_power_of_2
+from ._rows import aligned, row_align
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -52,6 +53,8 @@ def softmax_backward_reference(y: torch.Tensor, dy: torch.Tensor) -> torch.Tenso
 
 
 # -- kernels: rows held in registers ---------------------------------------------------------------
+# Every kernel takes ALIGN, a power of two that divides n_cols and the row strides, so that masked
+# row loads can be vector loads (see _rows.py).
 @triton.jit
 def _normalizer(row_max, row_sum):
     # What the write pass subtracts and multiplies by: exp(x - shift) * inv. A row of only -inf has
@@ -64,13 +67,24 @@ def _normalizer(row_max, row_sum):
 
 
 @triton.jit
-def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask):
-    # One row held 1-D in registers, read once and written once.
+def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask, RELOAD: tl.constexpr):
+    # One row held 1-D in registers, read once and written once. RELOAD reads it again, from cache,
+    # after each reduction instead of holding it across them (see RELOAD_BLOCKS).
     # Columns past the end read -inf, whose exponential is 0: they add nothing to the sum.
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=col_mask, other=-float("inf")).to(tl.float32)
+    x_ptrs = x_ptr + row * x_row_stride + cols
+    if RELOAD:
+        x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_last").to(tl.float32)
+    else:
+        x = tl.load(x_ptrs, mask=col_mask, other=-float("inf")).to(tl.float32)
     row_max = tl.max(x, axis=0)
-    e = tl.exp(x - tl.where(row_max == -float("inf"), 0.0, row_max))
+    shift = tl.where(row_max == -float("inf"), 0.0, row_max)
+    if RELOAD:
+        x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_last").to(tl.float32)
+    e = tl.exp(x - shift)
     _, inv = _normalizer(row_max, tl.sum(e, axis=0))
+    if RELOAD:
+        x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
+        e = tl.exp(x - shift)
     tl.store(y_ptr + row * y_row_stride + cols, (e * inv).to(y_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -95,6 +109,8 @@ def _softmax_fwd_block(block, x_ptr, y_ptr, n_rows, x_row_stride, y_row_stride, 
 def softmax_fwd_kernel(
     x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride,
     BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr, ONE_BLOCK: tl.constexpr,
+    RELOAD: tl.constexpr = False,
+    ALIGN: tl.constexpr = 1,
 ):
     # A program takes blocks of ROWS rows; each row is held whole, BLOCK_N >= n_cols columns wide.
     # With fewer programs than blocks (a persistent grid) it strides over them; with one program per
@@ -103,14 +119,18 @@ def softmax_fwd_kernel(
     # 2.11, 2026-11-22, commit 8b92fe4, 4096 rows) that beat the 2-D [1, BLOCK_N] form with
     # evict_first by 6-10% in float16 from 5120 to 32768 columns, and lost 3% at 4096, where input
     # and output together are about L2's size.
+    n_cols = aligned(n_cols, ALIGN)
+    x_row_stride = aligned(x_row_stride, ALIGN)
+    y_row_stride = aligned(y_row_stride, ALIGN)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
     if ROWS == 1:
         if ONE_BLOCK:
-            _softmax_fwd_row(tl.program_id(0).to(tl.int64), x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask)
+            _softmax_fwd_row(tl.program_id(0).to(tl.int64), x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask,
+                             RELOAD)
         else:
             for row in tl.range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-                _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask)
+                _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask, RELOAD)
     elif ONE_BLOCK:
         _softmax_fwd_block(tl.program_id(0), x_ptr, y_ptr, n_rows, x_row_stride, y_row_stride, cols, col_mask, ROWS)
     else:
@@ -119,11 +139,22 @@ def softmax_fwd_kernel(
 
 
 @triton.jit
-def _softmax_bwd_row(row, y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask):
-    # One row of y and dy held 1-D, dx written once.
-    y = tl.load(y_ptr + row * y_row_stride + cols, mask=col_mask, other=0.0).to(tl.float32)
-    dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=col_mask, other=0.0).to(tl.float32)
-    dx = y * (dy - tl.sum(y * dy, axis=0))
+def _softmax_bwd_row(row, y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask,
+                     RELOAD: tl.constexpr):
+    # One row of y and dy held 1-D, dx written once; RELOAD reads both again for dx, as in the forward.
+    y_ptrs = y_ptr + row * y_row_stride + cols
+    dy_ptrs = dy_ptr + row * dy_row_stride + cols
+    if RELOAD:
+        y = tl.load(y_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        dy = tl.load(dy_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    else:
+        y = tl.load(y_ptrs, mask=col_mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptrs, mask=col_mask, other=0.0).to(tl.float32)
+    dot = tl.sum(y * dy, axis=0)
+    if RELOAD:
+        y = tl.load(y_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        dy = tl.load(dy_ptrs, mask=col_mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+    dx = y * (dy - dot)
     tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=col_mask)
 
 
@@ -147,17 +178,24 @@ def _softmax_bwd_block(block, y_ptr, dy_ptr, dx_ptr, n_rows, y_row_stride, dy_ro
 def softmax_bwd_kernel(
     y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y_row_stride, dy_row_stride, dx_row_stride,
     BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr, ONE_BLOCK: tl.constexpr,
+    RELOAD: tl.constexpr = False,
+    ALIGN: tl.constexpr = 1,
 ):
     # Same layout as the forward kernel: blocks of ROWS whole rows, y and dy read once, dx written once.
+    n_cols = aligned(n_cols, ALIGN)
+    y_row_stride = aligned(y_row_stride, ALIGN)
+    dy_row_stride = aligned(dy_row_stride, ALIGN)
+    dx_row_stride = aligned(dx_row_stride, ALIGN)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
     if ROWS == 1:
         if ONE_BLOCK:
             _softmax_bwd_row(tl.program_id(0).to(tl.int64), y_ptr, dy_ptr, dx_ptr,
-                             y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask)
+                             y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask, RELOAD)
         else:
             for row in tl.range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-                _softmax_bwd_row(row, y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask)
+                _softmax_bwd_row(row, y_ptr, dy_ptr, dx_ptr, y_row_stride, dy_row_stride, dx_row_stride, cols, col_mask,
+                                 RELOAD)
     elif ONE_BLOCK:
         _softmax_bwd_block(tl.program_id(0), y_ptr, dy_ptr, dx_ptr, n_rows, y_row_stride, dy_row_stride, dx_row_stride,
                            cols, col_mask, ROWS)
@@ -211,9 +249,13 @@ def _write_probs(x_row, y_row, start, end, row_max, row_sum, TILE_N: tl.constexp
 @triton.jit
 def softmax_fwd_online_kernel(
     x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
     # One row at a time per program (a persistent grid when there are fewer programs than rows);
     # both passes over a row run back to back so that the second one finds it in L2.
+    n_cols = aligned(n_cols, ALIGN)
+    x_row_stride = aligned(x_row_stride, ALIGN)
+    y_row_stride = aligned(y_row_stride, ALIGN)
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = tl.cast(r, tl.int64)  # int64: row * stride passes 2**31 in tensors of more than 2G elements
         x_row = x_ptr + row * x_row_stride
@@ -225,8 +267,11 @@ def softmax_fwd_online_kernel(
 @triton.jit
 def softmax_fwd_partial_kernel(
     x_ptr, max_ptr, sum_ptr, n_cols, x_row_stride, chunk_n, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
     # Split path, step 1: program (row, chunk) writes the (max, sum) pair of its chunk of the row.
+    n_cols = aligned(n_cols, ALIGN)
+    x_row_stride = aligned(x_row_stride, ALIGN)
     row, chunk = tl.program_id(0), tl.program_id(1)
     start = chunk * chunk_n
     end = tl.minimum(start + chunk_n, n_cols)
@@ -240,8 +285,12 @@ def softmax_fwd_partial_kernel(
 def softmax_fwd_split_kernel(
     x_ptr, y_ptr, max_ptr, sum_ptr, n_cols, x_row_stride, y_row_stride, chunk_n,
     CHUNKS: tl.constexpr, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
     # Split path, step 2: combine the row's partial pairs (CHUNKS >= their number), then write one chunk.
+    n_cols = aligned(n_cols, ALIGN)
+    x_row_stride = aligned(x_row_stride, ALIGN)
+    y_row_stride = aligned(y_row_stride, ALIGN)
     row, chunk = tl.program_id(0), tl.program_id(1)
     n_chunks = tl.num_programs(1)
     k = tl.arange(0, CHUNKS)
@@ -285,7 +334,12 @@ def _write_grads(y_row, dy_row, dx_row, start, end, dot, TILE_N: tl.constexpr, N
 def softmax_bwd_online_kernel(
     y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y_row_stride, dy_row_stride, dx_row_stride,
     TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
+    n_cols = aligned(n_cols, ALIGN)
+    y_row_stride = aligned(y_row_stride, ALIGN)
+    dy_row_stride = aligned(dy_row_stride, ALIGN)
+    dx_row_stride = aligned(dx_row_stride, ALIGN)
     for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         row = tl.cast(r, tl.int64)
         y_row = y_ptr + row * y_row_stride
@@ -298,7 +352,11 @@ def softmax_bwd_online_kernel(
 @triton.jit
 def softmax_bwd_partial_kernel(
     y_ptr, dy_ptr, dot_ptr, n_cols, y_row_stride, dy_row_stride, chunk_n, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
+    n_cols = aligned(n_cols, ALIGN)
+    y_row_stride = aligned(y_row_stride, ALIGN)
+    dy_row_stride = aligned(dy_row_stride, ALIGN)
     row, chunk = tl.program_id(0), tl.program_id(1)
     start = chunk * chunk_n
     end = tl.minimum(start + chunk_n, n_cols)
@@ -311,7 +369,12 @@ def softmax_bwd_partial_kernel(
 def softmax_bwd_split_kernel(
     y_ptr, dy_ptr, dx_ptr, dot_ptr, n_cols, y_row_stride, dy_row_stride, dx_row_stride, chunk_n,
     CHUNKS: tl.constexpr, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+    ALIGN: tl.constexpr = 1,
 ):
+    n_cols = aligned(n_cols, ALIGN)
+    y_row_stride = aligned(y_row_stride, ALIGN)
+    dy_row_stride = aligned(dy_row_stride, ALIGN)
+    dx_row_stride = aligned(dx_row_stride, ALIGN)
     row, chunk = tl.program_id(0), tl.program_id(1)
     n_chunks = tl.num_programs(1)
     k = tl.arange(0, CHUNKS)
@@ -359,6 +422,26 @@ BWD_COLUMNS_PER_WARP = 512
 # triton 3.6, 2026-11-22, 4096 rows). A second run: float32 8192 and 16384 within 0.2% of 16 warps,
 # 32768 4183 against 3563 (torch.compile 4246).
 BWD_MAX_WARPS = {2: 16, 4: 8}  # by bytes per element
+# Fused rows of one to a program and of these block widths are read again from cache after each row
+# reduction (RELOAD; the first read asks L2 to keep them) instead of held in registers across it: the
+# forward reads x three times, the backward y and dy twice. Keyed by (direction, bytes per element).
+# Interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, 4096 rows, GB/s with RELOAD against
+# without, torch.compile in parentheses):
+# - forward, float32: 4096 columns 3962 against 3817 (3076), 8192 4084 against 3957, 16384 4172
+#   against 4069, 32768 4128 against 4102; 3000 and 5120 within 0.6%. 16-bit rows lost 4-13%.
+# - backward, 16-bit, block 16384: float16 16384 columns 4219 against 4093 (4248), bfloat16 4214
+#   against 4061 (4194), float16 12000 columns 4211 against 3705 (3745). At block 4096 it gained 1%
+#   at 4096 columns and lost 2% at 3000; at 8192 and 32768 columns, and in float32, it lost or
+#   gained at most 1%.
+RELOAD_BLOCKS = {("fwd", 4): (4096, 8192, 16384, 32768), ("bwd", 2): (16384,)}  # BLOCK_N values
+# With RELOAD a thread holds the row only between two loads, so the backward takes more warps: one
+# per this many columns, rounded down to a power of two, at most 32.
+BWD_RELOAD_COLUMNS_PER_WARP = 256
+# Rows per program where FUSED_ELEMENTS is not the best rule: at 513-1024 columns two rows a program
+# beat one in the same run (GB/s, forward float32 3725 against 3690, float16 3062 against 2944;
+# backward float32 3870 against 3771, float16 3280 against 3219). Twice FUSED_ELEMENTS at 256 and
+# 512 columns lost up to 13% (forward float32 512: 2664 against 3060).
+FUSED_ROWS = {1024: 2}  # BLOCK_N: rows per program
 MAX_ROWS_PER_PROGRAM = 64
 # Online path, from a sweep on an H200 (tiles of 4096 or 8192, 8 or 16 warps, 2 or 3 stages): 8192-wide
 # tiles, 3 stages, 16 warps forward and 8 backward were best or within noise of it at every long shape.
@@ -384,6 +467,8 @@ class SoftmaxPlan:
         grid: programs along the rows (fewer than row blocks makes a persistent grid).
         chunks: split: chunks per row (1 otherwise).
         chunk_n: split: columns per chunk, a multiple of ``block_n`` (N otherwise).
+        reload: fused, one row a program: read the row again from cache after each row reduction
+            instead of holding it in registers (see ``RELOAD_BLOCKS``).
     """
 
     path: Path
@@ -394,6 +479,7 @@ class SoftmaxPlan:
     grid: int
     chunks: int = 1
     chunk_n: int = 0
+    reload: bool = False
 
 
 @functools.cache
@@ -461,12 +547,14 @@ def softmax_plan(
             ``MAX_FUSED_N_FWD_16BIT`` for the forward of float16 and bfloat16 rows, ``MAX_FUSED_N``
             otherwise).
         rows_per_program: fused path: rows per program, a power of two (default: enough rows
-            for about ``FUSED_ELEMENTS`` elements per program, one row from that many columns up).
+            for about ``FUSED_ELEMENTS`` elements per program, one row from that many columns up,
+            except where ``FUSED_ROWS`` says otherwise).
         num_warps: warps per program, a power of two up to 32 (default: fused, a warp per
             ``32 * ELEMENTS_PER_THREAD`` elements held, input tensors together, rounded down, at
             least one per row while a thread keeps ``MIN_ELEMENTS_PER_THREAD`` of it, except for
             the backward's rows of ``BWD_WIDE_ROW`` columns and more, see
-            ``BWD_COLUMNS_PER_WARP``; online, 16 forward and 8 backward).
+            ``BWD_COLUMNS_PER_WARP`` and, for rows read twice, ``BWD_RELOAD_COLUMNS_PER_WARP``;
+            online, 16 forward and 8 backward).
         num_stages: pipelining depth of the loops (default: 1 fused, ``ONLINE_NUM_STAGES`` online).
         programs_per_sm: a persistent grid of this many programs per SM (default: fused, one
             program per block of rows; online, as many rows in flight as fit in half of L2).
@@ -483,8 +571,11 @@ def softmax_plan(
         max_fused_n = MAX_FUSED_N_FWD_16BIT if direction == "fwd" and itemsize == 2 else MAX_FUSED_N
     if n_cols <= max_fused_n:
         block_n = next_power_of_2(n_cols)
-        rows = rows_per_program or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
-        if direction == "bwd" and n_cols >= BWD_WIDE_ROW:
+        rows = rows_per_program or FUSED_ROWS.get(block_n) or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
+        reload = rows == 1 and block_n in RELOAD_BLOCKS.get((direction, itemsize), ())
+        if direction == "bwd" and reload:
+            warps = num_warps or min(floor_power_of_2(n_cols // BWD_RELOAD_COLUMNS_PER_WARP), 32)
+        elif direction == "bwd" and n_cols >= BWD_WIDE_ROW:
             warps = num_warps or min(floor_power_of_2(n_cols // BWD_COLUMNS_PER_WARP), BWD_MAX_WARPS[itemsize])
         else:
             held = rows * n_cols * n_tensors  # elements a program holds, without the padding to block_n
@@ -492,7 +583,7 @@ def softmax_plan(
             warps = num_warps or _clamp(max(floor_power_of_2(held // (32 * ELEMENTS_PER_THREAD)), per_row), 1, 32)
         n_blocks = cdiv(n_rows, rows)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
-        return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols)
+        return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols, reload)
 
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
@@ -557,15 +648,16 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
     n_rows, n_cols = x2.shape
     plan = softmax_plan(n_rows, n_cols, x.dtype, "fwd", x.device, **knobs)
     strides = (x2.stride(0), y2.stride(0))
+    align = row_align(n_cols, *strides)
     if plan.path == "fused":
         softmax_fwd_kernel[(plan.grid,)](
             x2, y2, n_rows, n_cols, *strides,
             BLOCK_N=plan.block_n, ROWS=plan.rows_per_program, NUM_STAGES=plan.num_stages,
-            ONE_BLOCK=plan.grid >= cdiv(n_rows, plan.rows_per_program), num_warps=plan.num_warps,
+            ONE_BLOCK=plan.grid >= cdiv(n_rows, plan.rows_per_program), RELOAD=plan.reload, ALIGN=align, num_warps=plan.num_warps,
         )
     elif plan.path == "online":
         softmax_fwd_online_kernel[(plan.grid,)](
-            x2, y2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+            x2, y2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
         )
     else:
         maxes = torch.empty((n_rows, plan.chunks), dtype=torch.float32, device=x.device)
@@ -573,11 +665,11 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
         grid = (n_rows, plan.chunks)
         softmax_fwd_partial_kernel[grid](
             x2, maxes, sums, n_cols, x2.stride(0), plan.chunk_n,
-            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
         )
         softmax_fwd_split_kernel[grid](
             x2, y2, maxes, sums, n_cols, *strides, plan.chunk_n,
-            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
+            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align,
             num_warps=plan.num_warps,
         )
     return y
@@ -679,26 +771,27 @@ def softmax_backward(
     n_rows, n_cols = y2.shape
     plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, **knobs)
     strides = (y2.stride(0), dy2.stride(0), dx2.stride(0))
+    align = row_align(n_cols, *strides)
     if plan.path == "fused":
         softmax_bwd_kernel[(plan.grid,)](
             y2, dy2, dx2, n_rows, n_cols, *strides,
             BLOCK_N=plan.block_n, ROWS=plan.rows_per_program, NUM_STAGES=plan.num_stages,
-            ONE_BLOCK=plan.grid >= cdiv(n_rows, plan.rows_per_program), num_warps=plan.num_warps,
+            ONE_BLOCK=plan.grid >= cdiv(n_rows, plan.rows_per_program), RELOAD=plan.reload, ALIGN=align, num_warps=plan.num_warps,
         )
     elif plan.path == "online":
         softmax_bwd_online_kernel[(plan.grid,)](
-            y2, dy2, dx2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+            y2, dy2, dx2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
         )
     else:
         dots = torch.empty((n_rows, plan.chunks), dtype=torch.float32, device=y.device)
         grid = (n_rows, plan.chunks)
         softmax_bwd_partial_kernel[grid](
             y2, dy2, dots, n_cols, y2.stride(0), dy2.stride(0), plan.chunk_n,
-            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, num_warps=plan.num_warps,
+            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
         )
         softmax_bwd_split_kernel[grid](
             y2, dy2, dx2, dots, n_cols, *strides, plan.chunk_n,
-            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages,
+            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align,
             num_warps=plan.num_warps,
         )
     return dx
