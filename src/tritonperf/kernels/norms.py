@@ -502,8 +502,16 @@ FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16)} 
 # (+2%); layer norm lost 2% at 16384 x 5120 (3977 against 4074); 4096 x 8192 and layer norm 4096 x
 # 4096 stayed within 0.5%. At 4096 x 16384 layer norm lost 3% that way; in bfloat16 layer norm
 # lost 1-20%.
-FWD_RELOAD = {(4, False): (4096, 8192), (4, True): (4096, 8192), (2, True): (4096, 8192)}  # (bytes per element, RMS): BLOCK_N values
-FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}
+# RMS norm's 16-bit rows of 2049-8192 columns read the row again too, in a warp per 512 columns
+# (FWD_RELOAD_COLUMNS_PER_WARP, rounded down: 8 warps at 4096-6144 columns, 16 at 8192). Two
+# interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, GB/s against holding the row,
+# torch.compile in parentheses): 16384 x 5120 float16 4079 and 4104 against 3788 and 3850 (3832,
+# 3855); 16384 x 8192 bfloat16 4212 and 4174 against 4050 and 4033 (4214, 4177); 16384 x 4096
+# bfloat16 4058 and 4054 against 3955 and 3965; 4096 x 8192 float16 3851 and 3839 against 3780
+# and 3769. 4096 x 4096 and 16384 x 6144 within 2%; 16384 x 3000 -2% in bfloat16, +4% in float16.
+# At 8192 columns 8 warps lost 2-3% to 16; at 5120 columns 16 warps lost 9-12% to 8.
+FWD_RELOAD = {(4, False): (4096, 8192), (4, True): (4096, 8192), (2, True): (4096, 8192)}  # (bytes per element, RMS): BLOCK_N
+FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}  # by bytes per element; float32 takes FWD_FLOAT32_CONFIGS
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
 # H200: one tile per program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 ->
