@@ -441,10 +441,10 @@ def test_default_configs(device):
     for n, rms, direction in [(8192, True, "bwd"), (16384, False, "bwd"), (16384, True, "fwd"), (32768, True, "bwd")]:
         assert not norm_config(4096, n, direction, device, rms=rms).reload
     # The forward re-reads float32 rows of the FWD_RELOAD blocks only.
-    for n in (3000, 5120, 8192):
+    for n in (3000, 5120, 8192, 16384):
         assert norm_config(4096, n, "fwd", device, itemsize=4).reload
         assert not norm_config(4096, n, "fwd", device, itemsize=2).reload
-    for n in (1024, 16384, 65536):
+    for n in (1024, 32768, 65536):
         assert not norm_config(4096, n, "fwd", device, itemsize=4).reload
     # ... and 16-bit RMS norm rows too, with a warp per FWD_RELOAD_COLUMNS_PER_WARP columns.
     for n, warps in ((3000, 4), (4096, 8), (5120, 8), (8192, 16)):

@@ -490,7 +490,7 @@ FWD_CONFIGS = (
 #   RMS norm 3647 and 3519 against 3456 and 3429 (3595, 3532).
 # In bfloat16 the table's entry was best or within 2% at 256 columns; at 1024 columns in 16-bit
 # types the best shape differed between the norms and between runs.
-FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16)}  # block_n: (rows, num_warps)
+FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16), 16384: (1, 32)}  # block_n: (rows, num_warps)
 # float32 rows of 2049-8192 columns, one to a program in 16 warps, read the row once per reduction
 # and once more for y, from cache after the first time (NormConfig.reload), rather than hold it in
 # registers: that halves the registers a thread needs. Two interleaved H200 runs (triton 3.6, torch
@@ -502,6 +502,13 @@ FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16)} 
 # (+2%); layer norm lost 2% at 16384 x 5120 (3977 against 4074); 4096 x 8192 and layer norm 4096 x
 # 4096 stayed within 0.5%. At 4096 x 16384 layer norm lost 3% that way; in bfloat16 layer norm
 # lost 1-20%.
+# float32 rows of 8193-16384 columns do the same in 32 warps. Two interleaved H200 runs (same
+# versions and day, GB/s against the 8-warp kernel that holds the row, torch.compile in
+# parentheses): layer norm 4096 x 16384 3992 and 3965 against 3503 and 3473 (3731, 3690), RMS norm
+# 4115 and 4153 against 3961 and 3991 (4142, 4163). In the second run also 16384 x 16384 (layer
+# norm 4169 against 3648, RMS norm 4263 against 4087), 4096 x 12288 (3894 against 3055; 4115
+# against 3990) and 4096 x 10000 (3666 against 2678; 4048 against 3969). Read again in 16 warps,
+# both lost 2-4% to holding the row; in 8, layer norm lost 2% and RMS norm gained 3%.
 # RMS norm's 16-bit rows of 2049-8192 columns read the row again too, in a warp per 512 columns
 # (FWD_RELOAD_COLUMNS_PER_WARP, rounded down: 8 warps at 4096-6144 columns, 16 at 8192). Two
 # interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, GB/s against holding the row,
@@ -510,7 +517,7 @@ FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16)} 
 # bfloat16 4058 and 4054 against 3955 and 3965; 4096 x 8192 float16 3851 and 3839 against 3780
 # and 3769. 4096 x 4096 and 16384 x 6144 within 2%; 16384 x 3000 -2% in bfloat16, +4% in float16.
 # At 8192 columns 8 warps lost 2-3% to 16; at 5120 columns 16 warps lost 9-12% to 8.
-FWD_RELOAD = {(4, False): (4096, 8192), (4, True): (4096, 8192), (2, True): (4096, 8192)}  # (bytes per element, RMS): BLOCK_N
+FWD_RELOAD = {(4, False): (4096, 8192, 16384), (4, True): (4096, 8192, 16384), (2, True): (4096, 8192)}  # (bytes per element, RMS): BLOCK_N
 FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}  # by bytes per element; float32 takes FWD_FLOAT32_CONFIGS
 # The forward launches one program per tile (no persistent loop) for rows up to this many columns,
 # by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
@@ -564,7 +571,7 @@ FWD_TILED = (8192, 1, 16)
 # two-pass, best of 7 launches / torch.compile): layer norm float32 16384 x 8192 4094 / 3694 / 4169 /
 # 4236; 4096 x 16384 3488 / 3446 / 3933 / 3718; bfloat16 16384 x 8192 4081 / 2652 / 3663 / 3703.
 # Later, re-reading the held row from cache instead (FWD_RELOAD) closed most of that gap at
-# float32 rows of 2049-8192 columns.
+# float32 rows of 2049-16384 columns.
 BWD_TILED = (2048, 1, 4)
 # The tiled backward's grid is column tiles by row groups; it launches about this many times as many
 # programs as the GPU runs at once.
