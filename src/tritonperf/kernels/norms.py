@@ -657,7 +657,9 @@ def norm_config(
     (the launchers measure it with :func:`programs_per_sm`; left at None, an estimate from
     ``num_warps``), never more than there are tiles. The tiled backward's ``programs`` counts row
     groups per column tile, by default enough for ``TILED_BWD_WAVES`` full waves. ``itemsize`` is
-    the bytes per element of ``x``.
+    the bytes per element of ``x``. Rows one to a tile read each row again after each reduction
+    (``reload``) in the forward for the ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in RMS
+    norm's backward from ``BWD_RMS_RELOAD_N`` columns.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:

@@ -431,8 +431,8 @@ BWD_MAX_WARPS = {2: 16, 4: 8}  # by bytes per element
 #   against 4069, 32768 4128 against 4102; 3000 and 5120 within 0.6%. 16-bit rows lost 4-13%.
 # - backward, 16-bit, block 16384: float16 16384 columns 4219 against 4093 (4248), bfloat16 4214
 #   against 4061 (4194), float16 12000 columns 4211 against 3705 (3745). At block 4096 it gained 1%
-#   at 4096 columns and lost 2% at 3000; at 8192 and 32768 columns, and in float32, it lost or
-#   gained at most 1%.
+#   at 4096 columns and lost 2% at 3000; at 8192 and 32768 columns it lost 2-7%; in float32 it
+#   ranged from -3% to +1%.
 RELOAD_BLOCKS = {("fwd", 4): (4096, 8192, 16384, 32768), ("bwd", 2): (16384,)}  # BLOCK_N values
 # With RELOAD a thread holds the row only between two loads, so the backward takes more warps: one
 # per this many columns, rounded down to a power of two, at most 32.
