@@ -682,15 +682,19 @@ def norm_config(
         if direction == "fwd" and itemsize == 4:
             default_rows, default_warps = FWD_FLOAT32_CONFIGS.get(block_n, (default_rows, default_warps))
         rows = rows or default_rows
-        per_warp = FWD_RELOAD_COLUMNS_PER_WARP.get(itemsize)
-        if direction == "fwd" and per_warp and rows == 1 and block_n in FWD_RELOAD.get((itemsize, rms), ()):
-            default_warps = min(floor_power_of_2(N // per_warp), 32)
+        if direction == "bwd":
+            reload = rms and block_n >= BWD_RMS_RELOAD_N
+        else:
+            reload = rows == 1 and block_n in FWD_RELOAD.get((itemsize, rms), ())
+            if reload and itemsize in FWD_RELOAD_COLUMNS_PER_WARP:
+                default_warps = min(floor_power_of_2(N // FWD_RELOAD_COLUMNS_PER_WARP[itemsize]), 32)
         num_warps = num_warps or default_warps
         tiles = cdiv(M, rows)
         if direction == "fwd" and block_n <= FWD_ONE_TILE_MAX_N.get(itemsize, 4096):
             programs = programs or tiles  # one tile per program (see FWD_ONE_TILE_MAX_N)
         programs = programs or sms * (per_sm or max(1, 16 // num_warps))
     else:  # long rows, two passes over tiles
+        reload = False
         rows = rows or tiled_default[1]
         num_warps = num_warps or tiled_default[2]
         if direction == "fwd" and rows != 1:
@@ -703,12 +707,8 @@ def norm_config(
     if num_stages is None and direction == "bwd":
         num_stages = BWD_RMS_NUM_STAGES.get(block_n) if rms and block_n >= N else None
         num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
-    tiled = block_n < N
-    if direction == "bwd":
-        reload = rms and not tiled and block_n >= BWD_RMS_RELOAD_N
-    else:
-        reload = rows == 1 and not tiled and block_n in FWD_RELOAD.get((itemsize, rms), ())
-    return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=tiled, reload=reload)
+    return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N,
+                      reload=reload)
 
 
 # -- launchers -----------------------------------------------------------------------------------
