@@ -146,17 +146,18 @@ print("step 2 matches the reference")
 #   read once, so it need not stay in L2);
 # * rows of a program each are held as 1-D vectors, without the hint: in an H200 comparison the
 #   2-D ``[1, BLOCK_N]`` form and the hint both made long rows slower; ``FUSED_ROWS`` packs two
-#   rows of 513 to 1024 columns a program, which measured 1-4% faster than one;
+#   rows of 513 to 1024 columns a program, which measured 1-4% faster than one (H200, triton
+#   3.6, torch 2.11, 2026-11-22, as for the two items below);
 # * **rows read again rather than held** where that measured faster (``RELOAD_BLOCKS``): a
 #   float32 row of 2049 to 32768 columns is loaded once for the maximum, again for the sum and a
 #   third time for the output. The first loads ask L2 to keep the row (``evict_last``), so the
-#   later ones come from cache, and a thread holds the row only between two loads. On an H200
+#   later ones come from cache, and a thread holds the row only between two loads. On the H200
 #   that gained 2-4% at 4096 to 16384 columns; 16-bit rows lost 4-13% the same way;
 # * **the row's alignment told to the compiler**: Triton loads 16 bytes at a time only where it
 #   can prove that whole 16-byte groups of the row are in or out of the mask. Its own
 #   specialization of integer arguments notices multiples of 16 and nothing finer, so a row of
 #   3000 float16 values, which starts on a 16-byte boundary, was read 2 bytes at a time: 2500
-#   GB/s on an H200, against 3353 once the launcher passes the row's alignment (``ALIGN``, here
+#   GB/s on the H200, against 3353 once the launcher passes the row's alignment (``ALIGN``, here
 #   8) and the kernel rewrites ``n_cols`` and the strides in a form that shows it;
 # * a launch loop that lets the same kernel run on a **persistent grid** (fewer programs than
 #   row blocks, each looping), a knob to try; by default there is one program per block, and the

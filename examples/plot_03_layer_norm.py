@@ -150,9 +150,10 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   keep the row (``evict_last``), so the later ones come from cache. float32 rows take 16
 #   warps, 32 from 8193 columns (layer norm at 4096 x 16384: 14% faster than holding the row in
 #   8); 16-bit RMS rows a warp per 512 columns (``FWD_RELOAD_COLUMNS_PER_WARP``). Layer norm's
-#   16-bit rows lost 1-20% that way and hold the row.
+#   16-bit rows lost 1-20% that way and hold the row. These figures come from interleaved runs
+#   on an H200 (triton 3.6, torch 2.11, 2026-11-22), as does the next one.
 # * **The row's alignment told to the compiler**, as in the softmax lesson (``ALIGN``): without
-#   it an H200 moved 1743 GB/s in the RMS norm forward of 16384 bfloat16 rows of 3000 columns,
+#   it the H200 moved 1743 GB/s in the RMS norm forward of 16384 bfloat16 rows of 3000 columns,
 #   with it 3934.
 # * **Weight and bias loaded late.** They are read for each tile once the statistics are done,
 #   as step 1 does, not once per program and kept: held across the loop they take registers for
