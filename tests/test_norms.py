@@ -24,8 +24,9 @@ from tritonperf.kernels.norms import (
     BWD_TILED,
     FWD_CONFIGS,
     FWD_FLOAT32_CONFIGS,
-    FWD_ONE_TILE_MAX_N,
+    FWD_MAX_UNROLLED_TILES,
     FWD_RELOAD,
+    FWD_STREAMED,
     FWD_TILED,
     layer_norm,
     layer_norm_bwd,
@@ -53,9 +54,13 @@ SHAPES = [
     (2, 3, 129),  # rank 3: the leading dimensions are merged into 6 rows
     (131, 1031),  # primes: a ragged last tile of rows, a ragged block of columns
     (67, 509),  # a 512-column block, an odd number of rows for its 2-row tiles
-] + ([(1823, 781), (1001, 1000), (4096, 5120), (4099, 8192), (1031, 16384), (4096, 65536)] if ON_GPU else [(263, 781)])
-# On the GPU, the benchmark's sizes: 5120 and 8192 are the longest rows the register paths keep,
-# 16384 takes the tiled backward of layer norm (RMS norm holds it in registers), 65536 both tiled kernels.
+]
+SHAPES += [(1823, 781), (1001, 1000), (4096, 5120), (4099, 8192), (1031, 16384), (4096, 65536), (257, 10000),
+           (129, 30000)] if ON_GPU else [(263, 781)]
+# On the GPU, the benchmark's sizes: the forward streams 5120 (and float32 RMS norm's 8192) through
+# tiles, 16384 takes the tiled backward of layer norm (RMS norm holds it in registers), 65536 both
+# tiled kernels. 10000 columns are streamed in 3-5 tiles, the last one partial; float32 holds 30000
+# in registers, 16-bit types stream it.
 
 
 def _params(norm, n, dtype, device, *, weight=True, bias=True):
@@ -247,14 +252,18 @@ def test_1823_x_781_in_the_interpreter(device):
         ((9, 300), 64),  # 5 tiles a row, the last one ragged
         ((4, 1000), 256),  # 4 tiles, the last one 232 columns wide
         ((3, 512), 128),  # tiles that divide the row exactly
+        ((3, 1100), 64),  # 18 tiles: more than FWD_MAX_UNROLLED_TILES, the forward loops over them
     ],
     ids=str,
 )
 def test_tiled_path(norm, shape, block_n, device):
     # Rows longer than block_n are streamed through tiles in two passes (the path of rows too long
-    # for registers); a small block_n takes it at small sizes.
+    # for registers); a small block_n takes it at small sizes. The forward's passes are unrolled up
+    # to FWD_MAX_UNROLLED_TILES tiles, a loop above.
     assert norm_config(*shape, "fwd", device, block_n=block_n).tiled
+    assert (-(-shape[1] // block_n) > FWD_MAX_UNROLLED_TILES) == (shape[1] == 1100)
     _check_forward(norm, shape, torch.float32, device, block_n=block_n)
+    _check_forward(norm, shape, torch.float16, device, block_n=block_n, programs=2)  # persistent
     _check_gradients(norm, shape, torch.float32, device, block_n=block_n)
     _check_gradients(norm, shape, torch.float16, device, block_n=block_n, programs=2)
     for rows in (1, 4):  # one row per step; more rows per step than some programs own
@@ -420,7 +429,7 @@ def test_offsets_past_2_31_elements(norm):
 
 # -- configuration ---------------------------------------------------------------------------------
 def test_default_configs(device):
-    for n, direction, table in [(n, "fwd", FWD_CONFIGS) for n in (1, 256, 5120, 16384)] + [(n, "bwd", BWD_CONFIGS) for n in (1, 300, 8192)]:
+    for n, direction, table in [(n, "fwd", FWD_CONFIGS) for n in (1, 256, 4096, 16384)] + [(n, "bwd", BWD_CONFIGS) for n in (1, 300, 8192)]:
         cfg = norm_config(4096, n, direction, device)
         assert not cfg.tiled and cfg.block_n >= n and cfg.block_n <= table[-1][0]
         assert 1 <= cfg.programs <= -(-4096 // cfg.rows)
@@ -440,22 +449,26 @@ def test_default_configs(device):
     assert norm_config(97, 300, "bwd", device, rms=True, block_n=BWD_RMS_RELOAD_N).reload
     for n, rms, direction in [(8192, True, "bwd"), (16384, False, "bwd"), (16384, True, "fwd"), (32768, True, "bwd")]:
         assert not norm_config(4096, n, direction, device, rms=rms).reload
-    # The forward re-reads float32 rows of the FWD_RELOAD blocks only.
-    for n in (3000, 5120, 8192, 16384):
+    # The forward re-reads float32 rows of the FWD_RELOAD blocks only (5120 columns are streamed).
+    for n in (3000, 8192, 16384, 32768):
         assert norm_config(4096, n, "fwd", device, itemsize=4).reload
         assert not norm_config(4096, n, "fwd", device, itemsize=2).reload
-    for n in (1024, 32768, 65536):
+    for n in (1024, 5120, 32769, 65536):
         assert not norm_config(4096, n, "fwd", device, itemsize=4).reload
     # ... and 16-bit RMS norm rows too, with a warp per FWD_RELOAD_COLUMNS_PER_WARP columns.
-    for n, warps in ((3000, 4), (4096, 8), (5120, 8), (8192, 16)):
+    for n, warps in ((3000, 4), (4096, 8), (7000, 8), (8192, 16)):
         cfg = norm_config(4096, n, "fwd", device, itemsize=2, rms=True)
         assert cfg.reload and cfg.num_warps == warps
     assert norm_config(4096, 8192, "bwd", device, rms=True) == norm_config(4096, 8192, "bwd", device)
-    # float32 rows have forward entries of their own; 16-bit rows of the same length take the table's.
+    # float32 rows have forward entries of their own; 16-bit rows of the same length take the table's
+    # (rows too long for it are streamed).
     for block_n, (rows, warps) in FWD_FLOAT32_CONFIGS.items():
         f32, f16 = (norm_config(4096, block_n - 1, "fwd", device, itemsize=size) for size in (4, 2))
         assert (f32.block_n, f32.rows, f32.num_warps) == (block_n, rows, warps)
-        assert (f16.rows, f16.num_warps) == next((r, w) for b, r, w in FWD_CONFIGS if b >= block_n)
+        if block_n <= FWD_CONFIGS[-1][0]:
+            assert (f16.rows, f16.num_warps) == next((r, w) for b, r, w in FWD_CONFIGS if b >= block_n)
+        else:
+            assert f16.tiled
 
 
 def test_backward_stages_fit_shared_memory(device):
@@ -468,15 +481,37 @@ def test_backward_stages_fit_shared_memory(device):
     assert norm_config(4096, 8192, "fwd", device).num_stages == 1
 
 
+def test_streamed_forward_configs(device):
+    # Rows that would leave much of their register block masked stream through tiles (FWD_STREAMED),
+    # their warps from the row's bytes; powers of two, short rows and explicit blocks stay held.
+    def cfg(n, itemsize, rms, **knobs):
+        return norm_config(4096, n, "fwd", device, itemsize=itemsize, rms=rms, **knobs)
+
+    for (itemsize, rms), (max_fill, max_n, block_n) in FWD_STREAMED.items():
+        streamed = [n for n in (3000, 4096, 5120, 6144, 8192, 10000, 12288, 16384) if cfg(n, itemsize, rms).tiled]
+        expected = [n for n in (5120, 6144, 8192, 10000, 12288, 16384)
+                    if n <= max_n and n <= max_fill * (1 << (n - 1).bit_length())]
+        assert streamed == expected, (itemsize, rms)
+        for n in streamed:
+            c = cfg(n, itemsize, rms)
+            assert c.block_n == block_n and 8 <= c.num_warps <= 16 and c.programs == 4096
+            assert not cfg(n, itemsize, rms, block_n=16384).tiled  # an explicit block wins
+    assert cfg(10000, 2, False).num_warps == 8 and cfg(10000, 4, False).num_warps == 16
+    assert cfg(5120, 2, True).num_warps == 8 and cfg(5120, 4, True).num_warps == 16
+    # Float32 rows of 24577-32768 columns are held (and read again); shorter and longer ones are not.
+    assert cfg(32768, 4, False).block_n == 32768 and cfg(32768, 4, True).reload
+    assert cfg(24576, 4, True).tiled and cfg(32769, 4, False).tiled and cfg(32768, 2, False).tiled
+
+
 def test_forward_grid(device):
-    # One program per tile for rows up to FWD_ONE_TILE_MAX_N[itemsize] columns; a persistent grid
-    # (fewer programs than tiles) for longer rows.
-    for n, itemsize in [(256, 2), (FWD_ONE_TILE_MAX_N[2], 2), (FWD_ONE_TILE_MAX_N[4], 4)]:
+    # One program per tile by default, for rows held in registers and for streamed rows alike;
+    # `programs` asks for a persistent grid.
+    for n, itemsize in [(256, 2), (5000, 2), (16384, 4), (16385, 2), (65536, 4), (300_000, 4)]:
         cfg = norm_config(4096, n, "fwd", device, itemsize=itemsize)
         assert cfg.programs == -(-4096 // cfg.rows)
-    for n, itemsize in [(FWD_ONE_TILE_MAX_N[2] + 1, 2), (FWD_ONE_TILE_MAX_N[4] + 1, 4)]:
-        assert norm_config(4096, n, "fwd", device, itemsize=itemsize).programs < 4096
+    assert norm_config(4096, 65536, "fwd", device).tiled
     assert norm_config(4096, 256, "fwd", device, itemsize=2, programs=3).programs == 3  # the knob wins
+    assert norm_config(4096, 65536, "fwd", device, programs=3).programs == 3
 
 
 # -- bad input -------------------------------------------------------------------------------------

@@ -166,7 +166,10 @@ def norm_fwd_kernel(
     # row the loop cost layer norm (not RMS norm) a lot in that comparison: float16 4096 x 16384 ran at
     # 0.57 of the copy ceiling inside it, 0.88 without. Tiles of several rows lost less to it (H200,
     # 4096 rows, GB/s without the loop against with it): layer norm bfloat16 256 columns 1406 against
-    # 1204, 2048 columns 3248 against 2939; float32 512 columns 2683 against 2523.
+    # 1204, 2048 columns 3248 against 2939; float32 512 columns 2683 against 2523. One tile per
+    # program was also faster than a persistent grid of as many programs as the GPU runs at once,
+    # at every row length held in registers (H200: float32 4096 x 8192 0.85 -> 0.91 of the copy
+    # ceiling, 16384 x 8192 0.86 -> 0.94), so it is the default; `programs` asks for the loop.
     N = aligned(N, ALIGN)
     stride_x = aligned(stride_x, ALIGN)
     stride_y = aligned(stride_y, ALIGN)
@@ -191,61 +194,102 @@ def norm_fwd_kernel(
 
 
 @triton.jit
+def _tile_sums(x_row, cols, N, shift, s1, s2, MASKED: tl.constexpr):
+    # One tile's per-lane sums of d = x - shift and of d², added to s1 and s2.
+    if MASKED:
+        mask = cols < N
+        x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        d = tl.where(mask, x - shift, 0.0)
+    else:
+        x = tl.load(x_row + cols, eviction_policy="evict_last").to(tl.float32)
+        d = x - shift
+    return s1 + d, s2 + d * d
+
+
+@triton.jit
+def _tile_out(x_row, y_row, w_ptr, b_ptr, cols, N, mean, rstd, HAS_W: tl.constexpr, HAS_B: tl.constexpr,
+              MASKED: tl.constexpr):
+    # One tile of y = (x - mean) * rstd * w + b. x comes from cache (the statistics pass read it)
+    # for the last time; w and b, which every row reads, stay there.
+    mask = cols < N if MASKED else None
+    x = tl.load(x_row + cols, mask=mask, other=0.0 if MASKED else None, eviction_policy="evict_first")
+    y = (x.to(tl.float32) - mean) * rstd
+    if HAS_W:
+        y = y * tl.load(w_ptr + cols, mask=mask, other=0.0 if MASKED else None,
+                        eviction_policy="evict_last").to(tl.float32)
+    if HAS_B:
+        y = y + tl.load(b_ptr + cols, mask=mask, other=0.0 if MASKED else None,
+                        eviction_policy="evict_last").to(tl.float32)
+    tl.store(y_row + cols, y.to(y_row.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _norm_fwd_tiled_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y, eps,
+                        RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK_N: tl.constexpr,
+                        TILES: tl.constexpr):
+    # One row in two passes over BLOCK_N-wide tiles. The first gathers the statistics; the second
+    # re-reads the row (from L2: it was just read) and writes the output. TILES > 0 is the row's
+    # tile count, known when the kernel is compiled: both passes are unrolled, so a program has
+    # every tile's loads in flight at once, and only the last tile, the one that can be partial,
+    # is masked. TILES == 0 loops over the tiles instead.
+    x_row = x_ptr + row * stride_x
+    y_row = y_ptr + row * stride_y
+    offs = tl.arange(0, BLOCK_N)
+    # Per-lane sums of d = x - shift and of d², reduced across lanes once at the end. Layer norm
+    # shifts by the mean of the first tile: any shift gives the same variance E[d²] - E[d]², and
+    # one close to the mean keeps that difference free of cancellation.
+    if RMS:
+        shift = 0.0
+    else:
+        shift = tl.sum(tl.load(x_row + offs, mask=offs < N, other=0.0).to(tl.float32), axis=0) / BLOCK_N
+    s1 = tl.zeros((BLOCK_N,), tl.float32)
+    s2 = tl.zeros((BLOCK_N,), tl.float32)
+    if TILES > 0:
+        for t in tl.static_range(TILES):
+            s1, s2 = _tile_sums(x_row, t * BLOCK_N + offs, N, shift, s1, s2, t == TILES - 1)
+    else:
+        for start in tl.range(0, N, BLOCK_N):
+            s1, s2 = _tile_sums(x_row, start + offs, N, shift, s1, s2, True)
+    if RMS:
+        mean = 0.0
+        var = tl.sum(s2, axis=0) / N  # the mean square
+    else:
+        mean_d = tl.sum(s1, axis=0) / N
+        mean = shift + mean_d
+        var = tl.maximum(tl.sum(s2, axis=0) / N - mean_d * mean_d, 0.0)
+    rstd = tl.rsqrt(var + eps)
+    if TILES > 0:
+        for t in tl.static_range(TILES):
+            _tile_out(x_row, y_row, w_ptr, b_ptr, t * BLOCK_N + offs, N, mean, rstd, HAS_W, HAS_B, t == TILES - 1)
+    else:
+        for start in tl.range(0, N, BLOCK_N):
+            _tile_out(x_row, y_row, w_ptr, b_ptr, start + offs, N, mean, rstd, HAS_W, HAS_B, True)
+    if not RMS:
+        tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+
+
+@triton.jit
 def norm_fwd_tiled_kernel(
     x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
     M, N, stride_x, stride_y, eps,
     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, BLOCK_N: tl.constexpr,
+    TILES: tl.constexpr, ONE_TILE: tl.constexpr,
     ALIGN: tl.constexpr = 1,
 ):
-    # Rows of any length: one row at a time per program, two passes over BLOCK_N-wide tiles. The first
-    # pass gathers the statistics; the second re-reads the row (mostly from L2: it was just read) and
-    # writes the output.
+    # Rows streamed through tiles (see _norm_fwd_tiled_row), one row per program (ONE_TILE, the
+    # default grid), or a persistent grid whose programs take rows p, p + P, p + 2P, ...
     N = aligned(N, ALIGN)
     stride_x = aligned(stride_x, ALIGN)
     stride_y = aligned(stride_y, ALIGN)
     pid = tl.program_id(0)
-    offs = tl.arange(0, BLOCK_N)
-    for row in tl.range(pid.to(tl.int64), M, tl.num_programs(0)):
-        x_row = x_ptr + row * stride_x
-        y_row = y_ptr + row * stride_y
-        # Pass 1: per-lane sums of d = x - shift and of d², reduced across lanes once at the end.
-        # Layer norm shifts by the mean of the first tile: any shift gives the same variance
-        # E[d²] - E[d]², and one close to the mean keeps that difference free of cancellation.
-        if RMS:
-            shift = 0.0
-        else:
-            shift = tl.sum(tl.load(x_row + offs, mask=offs < N, other=0.0).to(tl.float32), axis=0) / BLOCK_N
-        s1 = tl.zeros((BLOCK_N,), tl.float32)
-        s2 = tl.zeros((BLOCK_N,), tl.float32)
-        for start in tl.range(0, N, BLOCK_N):
-            cols = start + offs
-            mask = cols < N
-            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
-            d = tl.where(mask, x - shift, 0.0)
-            s1 += d
-            s2 += d * d
-        if RMS:
-            mean = 0.0
-            var = tl.sum(s2, axis=0) / N  # the mean square
-        else:
-            mean_d = tl.sum(s1, axis=0) / N
-            mean = shift + mean_d
-            var = tl.maximum(tl.sum(s2, axis=0) / N - mean_d * mean_d, 0.0)
-        rstd = tl.rsqrt(var + eps)
-        # Pass 2: normalize, scale, shift.
-        for start in tl.range(0, N, BLOCK_N):
-            cols = start + offs
-            mask = cols < N
-            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-            y = (x - mean) * rstd
-            if HAS_W:
-                y = y * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            if HAS_B:
-                y = y + tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-            tl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-        if not RMS:
-            tl.store(mean_ptr + row, mean)
-        tl.store(rstd_ptr + row, rstd)
+    if ONE_TILE:
+        _norm_fwd_tiled_row(pid.to(tl.int64), x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y,
+                            eps, RMS, HAS_W, HAS_B, BLOCK_N, TILES)
+    else:
+        for row in tl.range(pid.to(tl.int64), M, tl.num_programs(0)):
+            _norm_fwd_tiled_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, stride_x, stride_y,
+                                eps, RMS, HAS_W, HAS_B, BLOCK_N, TILES)
 
 
 @triton.jit
@@ -490,7 +534,8 @@ FWD_CONFIGS = (
 #   RMS norm 3647 and 3519 against 3456 and 3429 (3595, 3532).
 # In bfloat16 the table's entry was best or within 2% at 256 columns; at 1024 columns in 16-bit
 # types the best shape differed between the norms and between runs.
-FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16), 16384: (1, 32)}  # block_n: (rows, num_warps)
+# block_n: (rows, num_warps)
+FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16), 16384: (1, 32), 32768: (1, 32)}
 # float32 rows of 2049-8192 columns, one to a program in 16 warps, read the row once per reduction
 # and once more for y, from cache after the first time (NormConfig.reload), rather than hold it in
 # registers: that halves the registers a thread needs. Two interleaved H200 runs (triton 3.6, torch
@@ -517,14 +562,9 @@ FWD_FLOAT32_CONFIGS = {256: (2, 1), 1024: (4, 4), 4096: (1, 16), 8192: (1, 16), 
 # bfloat16 4058 and 4054 against 3955 and 3965; 4096 x 8192 float16 3851 and 3839 against 3780
 # and 3769. 4096 x 4096 and 16384 x 6144 within 2%; 16384 x 3000 -2% in bfloat16, +4% in float16.
 # At 8192 columns 8 warps lost 2-3% to 16; at 5120 columns 16 warps lost 9-12% to 8.
-FWD_RELOAD = {(4, False): (4096, 8192, 16384), (4, True): (4096, 8192, 16384), (2, True): (4096, 8192)}  # (bytes per element, RMS): BLOCK_N
+# (bytes per element, RMS): BLOCK_N
+FWD_RELOAD = {(4, False): (4096, 8192, 16384, 32768), (4, True): (4096, 8192, 16384, 32768), (2, True): (4096, 8192)}
 FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}  # by bytes per element; float32 takes FWD_FLOAT32_CONFIGS
-# The forward launches one program per tile (no persistent loop) for rows up to this many columns,
-# by element size; a persistent grid above (the tiled path for longer rows). Sweeps on an H100 and
-# H200: one tile per program was faster at 4096 columns and for float32 rows of 8192 (H200: 0.85 ->
-# 0.91 of the copy ceiling at 4096 x 8192, 0.86 -> 0.94 at 16384 x 8192), and, once long rows took
-# the 1-D path above, at every register-held row length.
-FWD_ONE_TILE_MAX_N = {2: 16384, 4: 16384}
 # The backward's table and BWD_TILED come from a sweep on an H200 (triton 3.6, commit a6e1388; layer
 # norm float16, 4096 rows of 256 ... 65536 and 16384 rows of 5120; 1-64 rows, 4-16 warps, 1-3
 # stages, checked in float32 and for RMS norm). Every entry holds 8192 elements a tile (at 256
@@ -560,18 +600,46 @@ BWD_SHARED_BYTES = 192 * 1024
 # run: float16 4096 x 65536 0.57 of the ceiling (0.35 before the two-kernel split), 4096 x 16384 0.50
 # (0.43); that split reads x and dy twice, which caps it near 3/5 of the ceiling.
 FWD_TILED = (8192, 1, 16)
-# Rows that fit are not streamed. torch.compile's float32 forward of 4096-16384 columns is a looped
-# reduction: x read evict_last for the statistics, then re-read evict_first from L2 (its autotuner
-# chose 1 row a program, 2048-8192 columns a step, 16 warps, 1 stage). It ran 1-7% faster than the
-# one-pass kernel above. The tiled kernel here, launched that way, was slower than both. A leaner
-# two-pass scratch kernel (sums of x and x², no shift) came within 0.2-5% of torch.compile in float32
-# and beat it once, but lost to the one-pass kernel at 16-bit rows, and made cancellation-safe (each
-# lane's deviations from its own first value) it ran 2-7% slower than that in a later run; not adopted. One interleaved
-# run, H200, triton 3.6, 2026-11-22, GB/s (one pass / tiled kernel, best of 3 step widths / scratch
-# two-pass, best of 7 launches / torch.compile): layer norm float32 16384 x 8192 4094 / 3694 / 4169 /
-# 4236; 4096 x 16384 3488 / 3446 / 3933 / 3718; bfloat16 16384 x 8192 4081 / 2652 / 3663 / 3703.
-# Later, re-reading the held row from cache instead (FWD_RELOAD) closed most of that gap at
-# float32 rows of 2049-16384 columns.
+# How the tiled forward came to be fast. torch.compile's forward of rows of 4096-16384 columns is a
+# looped reduction: x read evict_last for the statistics, then re-read evict_first from L2, one row
+# a program, 2048-8192 columns a step, 16 warps (its autotuner's choices). Our tiled kernel, which
+# then looped over rows in a persistent grid and over tiles in a loop of unknown length, ran at 0.75
+# of it (layer norm float32 16384 x 5120, 3149 against 4205 GB/s, 2048 columns a tile, 16 warps).
+# torch.compile's kernel knows the row length when it is compiled, so its tile loop has a known
+# length, and the compiler unrolls it: each thread issues the loads of every tile at once. Ours now
+# does the same with TILES, the tile count, as a constexpr (up to FWD_MAX_UNROLLED_TILES tiles a
+# row; only the last tile is masked), and runs one row a program. H200, triton 3.6, torch 2.11,
+# 2026-11-22, GB/s, layer norm float32 16384 x 5120 in one interleaved run: 2048 columns a tile in
+# 16 warps 3873 unrolled, 3408 with the loop unrolled twice (loop_unroll_factor), 2526 pipelined
+# (num_stages=2); in 8 warps 4167 unrolled; torch.compile 4224. At 4096 x 65536 (the default tiled
+# path: 8192 columns a tile, 8 tiles) the old kernel ran at 2644 (torch.compile 2662) and, in a
+# later run, the new one at 3116 (2656); in that run bfloat16 3158 (2416), RMS norm float32 3075
+# (2726) and bfloat16 3429 (2866).
+# Rows of FWD_STREAMED_MIN_N < N <= max_n columns that would fill at most max_fill of their register
+# block (a power of two) are streamed too, through BLOCK_N-wide tiles: (bytes per element, RMS):
+# (max_fill, max_n, BLOCK_N). Their warps: the row's bytes over FWD_TILED_BYTES_PER_WARP[rms],
+# rounded down to a power of two, 8 to 16. Held, such a row leaves a quarter or more of its lanes
+# masked. From a sweep of block widths and warps (H200, same day, 4096 rows of 3000-65536 columns,
+# both norms, float32 and bfloat16) and a check of the rule against holding the row in the same
+# run, GB/s (torch.compile in parentheses): bfloat16 layer norm 4096 x 10000 3558 against 2678
+# (2958), 4096 x 12288 3534 against 3164 (3610), 16384 x 5120 3536 against 3387 (2262); RMS norm
+# 4096 x 10000 3911 against 3314 (3855), 4096 x 5120 3650 against 3498 (3399); float32 layer norm
+# 16384 x 5120 4150 against 3993 (4229), 4096 x 10000 3757 against 3673 (3870); RMS norm 4096 x
+# 8192 4082 against 3932 (4035), 16384 x 8192 4261 against 4149 (4268). Left held: 3000 columns
+# (16-bit layer norm lost 11% streamed) and float32 rows of 6144 and 12288 columns (layer norm lost
+# up to 4%), float32 RMS rows of 10000-16384 (lost 1-5%).
+FWD_STREAMED_MIN_N = 4096
+FWD_STREAMED = {(2, False): (0.75, 16384, 2048), (2, True): (0.75, 16384, 4096),
+                (4, False): (0.625, 16384, 2048), (4, True): (1.0, 8192, 4096)}
+FWD_TILED_BYTES_PER_WARP = {False: 2048, True: 1024}
+# The tiled forward unrolls its passes over rows of up to this many tiles (see _norm_fwd_tiled_row).
+FWD_MAX_UNROLLED_TILES = 16
+# Float32 rows of FWD_FLOAT32_LONG[0] < N <= FWD_FLOAT32_LONG[1] columns are held in registers in 32
+# warps and read again after each reduction (FWD_FLOAT32_CONFIGS, FWD_RELOAD), past FWD_CONFIGS'
+# last block. Same day, 4096 x 32768, GB/s against the tiled path (torch.compile in parentheses):
+# RMS norm 4193 against 3425 (4189); layer norm 3239 against 3185 (3719), 3508 in 16 warps. In
+# bfloat16 the tiled path was faster (layer norm 3562 against 3009 held).
+FWD_FLOAT32_LONG = (24576, 32768)
 BWD_TILED = (2048, 1, 4)
 # The tiled backward's grid is column tiles by row groups; it launches about this many times as many
 # programs as the GPU runs at once.
@@ -630,6 +698,18 @@ def _positive(name: str, value: int) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _fwd_streamed(N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
+    """``(BLOCK_N, num_warps)`` for rows the forward streams though they fit in registers (FWD_STREAMED), else None."""
+    rule = FWD_STREAMED.get((itemsize, rms))
+    if rule is None:
+        return None
+    max_fill, max_n, block_n = rule
+    if not FWD_STREAMED_MIN_N < N <= max_n or N > max_fill * next_power_of_2(N):
+        return None
+    warps = floor_power_of_2(max(N * itemsize // FWD_TILED_BYTES_PER_WARP[rms], 1))
+    return block_n, min(max(warps, 8), 16)
+
+
 @functools.lru_cache(maxsize=4096)  # a pure function of its arguments, called on every launch
 def norm_config(
     M: int,
@@ -651,12 +731,14 @@ def norm_config(
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
     choice in interpreter mode): the tables ``FWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS`` first for
     float32) and ``BWD_CONFIGS`` (``BWD_RMS_CONFIGS`` for RMS norm, ``rms=True``) when rows fit in
-    registers, ``FWD_TILED`` / ``BWD_TILED`` above.
-    The forward launches one program per tile for rows of up to ``FWD_ONE_TILE_MAX_N[itemsize]``
-    columns. Otherwise the grid is persistent: ``programs`` defaults to ``per_sm`` programs per SM
-    (the launchers measure it with :func:`programs_per_sm`; left at None, an estimate from
-    ``num_warps``), never more than there are tiles. The tiled backward's ``programs`` counts row
-    groups per column tile, by default enough for ``TILED_BWD_WAVES`` full waves. ``itemsize`` is
+    registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
+    little of their register block (``FWD_STREAMED``) and holds float32 rows of ``FWD_FLOAT32_LONG``
+    columns. The forward launches one program per tile (a row, on the tiled path) unless
+    ``programs`` asks for a persistent grid. The backward's grid is persistent: ``programs``
+    defaults to ``per_sm`` programs per SM (the launchers measure it with :func:`programs_per_sm`;
+    left at None, an estimate from ``num_warps``), never more than there are tiles. The tiled
+    backward's ``programs`` counts row groups per column tile, by default enough for
+    ``TILED_BWD_WAVES`` full waves. ``itemsize`` is
     the bytes per element of ``x``. Rows one to a tile read each row again after each reduction
     (``reload``) in the forward for the ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in RMS
     norm's backward from ``BWD_RMS_RELOAD_N`` columns.
@@ -674,8 +756,12 @@ def norm_config(
     else:
         table, tiled_default = (BWD_RMS_CONFIGS if rms else BWD_CONFIGS), BWD_TILED
     whole_row = next_power_of_2(max(N, 1))
+    streamed = _fwd_streamed(N, itemsize, rms) if direction == "fwd" else None
     if block_n is None:
-        block_n = whole_row if whole_row <= table[-1][0] else tiled_default[0]
+        long_float32 = direction == "fwd" and itemsize == 4 and FWD_FLOAT32_LONG[0] < N <= FWD_FLOAT32_LONG[1]
+        block_n = whole_row if whole_row <= table[-1][0] or long_float32 else tiled_default[0]
+        if streamed is not None:
+            block_n = streamed[0]
     sms = _sm_count(torch.device(device))
     if block_n >= N:  # whole rows in registers
         default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, table[-1][2]))
@@ -690,20 +776,21 @@ def norm_config(
                 default_warps = min(floor_power_of_2(N // FWD_RELOAD_COLUMNS_PER_WARP[itemsize]), 32)
         num_warps = num_warps or default_warps
         tiles = cdiv(M, rows)
-        if direction == "fwd" and block_n <= FWD_ONE_TILE_MAX_N.get(itemsize, 4096):
-            programs = programs or tiles  # one tile per program (see FWD_ONE_TILE_MAX_N)
+        if direction == "fwd":
+            programs = programs or tiles  # one tile per program (see norm_fwd_kernel's ONE_TILE)
         programs = programs or sms * (per_sm or max(1, 16 // num_warps))
     else:  # long rows, two passes over tiles
         reload = False
         rows = rows or tiled_default[1]
-        num_warps = num_warps or tiled_default[2]
+        num_warps = num_warps or (streamed[1] if streamed is not None else tiled_default[2])
         if direction == "fwd" and rows != 1:
             raise ValueError(f"the tiled forward takes one row at a time (rows=1), got rows={rows}")
         tiles = cdiv(M, rows)
-        resident = sms * (per_sm or max(1, 16 // num_warps))
-        if direction == "bwd":  # row groups per column tile: enough for TILED_BWD_WAVES full waves
+        if direction == "fwd":
+            programs = programs or tiles  # one row per program, as on the register path
+        else:  # row groups per column tile: enough for TILED_BWD_WAVES full waves
+            resident = sms * (per_sm or max(1, 16 // num_warps))
             programs = programs or cdiv(TILED_BWD_WAVES * resident, cdiv(N, block_n))
-        programs = programs or resident
     if num_stages is None and direction == "bwd":
         num_stages = BWD_RMS_NUM_STAGES.get(block_n) if rms and block_n >= N else None
         num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
@@ -796,15 +883,14 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     args = (x2, y2, w, b, mean, rstd, m, n, x2.stride(0), y2.stride(0), float(eps))
     consts = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "BLOCK_N": cfg.block_n,
               "ALIGN": row_align(n, x2.stride(0), y2.stride(0))}
-    kernel = norm_fwd_tiled_kernel if cfg.tiled else norm_fwd_kernel
-    if not cfg.tiled:
-        consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages, "ONE_TILE": cfg.programs >= cdiv(m, cfg.rows),
-                   "RELOAD": cfg.reload}
-    if knobs.get("programs") is None:  # as many programs as the GPU runs at once
-        per_sm = programs_per_sm(kernel, args, consts, cfg.num_warps, x.device)
-        cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, per_sm=per_sm, **knobs)
-        if not cfg.tiled:
-            consts["ONE_TILE"] = cfg.programs >= cdiv(m, cfg.rows)
+    consts["ONE_TILE"] = cfg.programs >= cdiv(m, cfg.rows)
+    if cfg.tiled:
+        kernel = norm_fwd_tiled_kernel
+        tiles = cdiv(n, cfg.block_n)
+        consts["TILES"] = tiles if tiles <= FWD_MAX_UNROLLED_TILES else 0
+    else:
+        kernel = norm_fwd_kernel
+        consts |= {"ROWS": cfg.rows, "NUM_STAGES": cfg.num_stages, "RELOAD": cfg.reload}
     kernel[(cfg.programs,)](*args, **consts, num_warps=cfg.num_warps)
     return y, mean, rstd
 
