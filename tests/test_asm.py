@@ -18,6 +18,7 @@ import tritonperf  # noqa: F401  (first: chooses GPU or interpreter before any k
 from tritonperf import asm, runtime
 from tritonperf.kernels._rows import KNOWN_ALIGN, row_align
 
+norms = importlib.import_module("tritonperf.kernels.norms")
 softmax = importlib.import_module("tritonperf.kernels.softmax")
 transpose = importlib.import_module("tritonperf.kernels.transpose")
 vector_add = importlib.import_module("tritonperf.kernels.vector_add")
@@ -98,6 +99,25 @@ def test_softmax_rows_aligned_to_8_take_vector_loads_once_the_kernel_is_told(ali
         assert asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == 0
     else:
         assert asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == asm.count(ptx, asm.GLOBAL_LOAD) > 0
+
+
+@needs_cuda_compiler
+@pytest.mark.parametrize("tiles", [3, 0], ids=["unrolled", "loop"])
+def test_tiled_norm_forward_issues_every_tile_load_when_unrolled(tiles):
+    # Layer norm's tiled forward for float32 rows of 5120 columns: 2048-column tiles in 8 warps, two
+    # 16-byte vectors a thread and tile. Unrolled (TILES=3) the PTX holds each of the three tiles'
+    # loads (x for the sums; x, w and b for y) besides the first tile's for the shift, and only the
+    # last tile's are predicated; looped (TILES=0) the body is there once, every load masked.
+    cfg = norms.norm_config(16384, 5120, "fwd", "cpu", itemsize=4)
+    assert cfg.tiled and (cfg.block_n, cfg.num_warps) == (2048, 8)
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
+           "rstd_ptr": "*fp32", "M": "i32", "N": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
+    consts = {"RMS": False, "HAS_W": True, "HAS_B": True, "BLOCK_N": cfg.block_n, "TILES": tiles, "ONE_TILE": True}
+    ptx = asm.compile_for_hopper(norms.norm_fwd_tiled_kernel, sig, consts, num_warps=cfg.num_warps,
+                                 divisible_by_16=[k for k in sig if k != "eps"]).ptx
+    vectors = cfg.block_n // (32 * cfg.num_warps * 4)  # 16-byte vectors a thread, per tile and tensor
+    assert asm.count(ptx, asm.WIDE_GLOBAL_LOAD) == asm.count(ptx, asm.GLOBAL_LOAD) == vectors * (1 + 4 * (tiles or 1))
+    assert asm.count(ptx, asm.PREDICATED + r"ld\.global") == vectors * 5  # the shift's tile and one tile's four
 
 
 def test_row_align():
