@@ -211,15 +211,15 @@ def _tile_out(x_row, y_row, w_ptr, b_ptr, cols, N, mean, rstd, HAS_W: tl.constex
               MASKED: tl.constexpr):
     # One tile of y = (x - mean) * rstd * w + b. x comes from cache (the statistics pass read it)
     # for the last time; w and b, which every row reads, stay there.
+    # Without a mask (every tile but the last) the loads need no `other` either.
     mask = cols < N if MASKED else None
-    x = tl.load(x_row + cols, mask=mask, other=0.0 if MASKED else None, eviction_policy="evict_first")
+    other = 0.0 if MASKED else None
+    x = tl.load(x_row + cols, mask=mask, other=other, eviction_policy="evict_first")
     y = (x.to(tl.float32) - mean) * rstd
     if HAS_W:
-        y = y * tl.load(w_ptr + cols, mask=mask, other=0.0 if MASKED else None,
-                        eviction_policy="evict_last").to(tl.float32)
+        y = y * tl.load(w_ptr + cols, mask=mask, other=other, eviction_policy="evict_last").to(tl.float32)
     if HAS_B:
-        y = y + tl.load(b_ptr + cols, mask=mask, other=0.0 if MASKED else None,
-                        eviction_policy="evict_last").to(tl.float32)
+        y = y + tl.load(b_ptr + cols, mask=mask, other=other, eviction_policy="evict_last").to(tl.float32)
     tl.store(y_row + cols, y.to(y_row.dtype.element_ty), mask=mask)
 
 
@@ -738,10 +738,10 @@ def norm_config(
     defaults to ``per_sm`` programs per SM (the launchers measure it with :func:`programs_per_sm`;
     left at None, an estimate from ``num_warps``), never more than there are tiles. The tiled
     backward's ``programs`` counts row groups per column tile, by default enough for
-    ``TILED_BWD_WAVES`` full waves. ``itemsize`` is
-    the bytes per element of ``x``. Rows one to a tile read each row again after each reduction
-    (``reload``) in the forward for the ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in RMS
-    norm's backward from ``BWD_RMS_RELOAD_N`` columns.
+    ``TILED_BWD_WAVES`` full waves. ``itemsize`` is the bytes per element of ``x``. Rows one to a
+    tile read each row again after each reduction (``reload``) in the forward for the
+    ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in RMS norm's backward from
+    ``BWD_RMS_RELOAD_N`` columns.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
