@@ -144,9 +144,10 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   (``ROWS = 1``, from ``BLOCK_N = 4096`` in the table), the kernel handles it as a 1-D row
 #   without an eviction hint, because step 1 showed what that form is worth: on an H200 the
 #   ``[1, BLOCK_N]`` tile, the hint and the loop each cost layer norm a few percent or more at
-#   these lengths. float32 rows of 2049 to 16384 columns, and RMS norm's 16-bit rows of 2049
-#   to 8192, are the exception (``FWD_RELOAD``): they read the row again after each reduction
-#   instead of holding it, which halves the registers a thread needs. The first reads ask L2 to
+#   these lengths. float32 rows of 2049 to 16384 columns (and of 24577 to 32768), and RMS norm's
+#   16-bit rows of 2049 to 8192, are the exception (``FWD_RELOAD``) where they stay in registers
+#   at all (see the streamed rows below): they read the row again after each reduction instead
+#   of holding it, which halves the registers a thread needs. The first reads ask L2 to
 #   keep the row (``evict_last``), so the later ones come from cache. float32 rows take 16
 #   warps, 32 from 8193 columns (layer norm at 4096 x 16384: 14% faster than holding the row in
 #   8); 16-bit RMS rows a warp per 512 columns (``FWD_RELOAD_COLUMNS_PER_WARP``). Layer norm's
