@@ -170,9 +170,9 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   the row's tile count (``TILES``, up to 16): both passes are unrolled, each thread sends
 #   every tile's loads at once, and only the last tile is masked. ``torch.compile`` gets this
 #   for free, because it compiles for one row length; with a loop of unknown length and a
-#   persistent grid the same kernel ran at 0.75 of it (H200, layer norm, float32, 16384 x 5120:
-#   3149 against 4205 GB/s). Unrolled, it ran at 0.99 of it; at 65536 columns, 1.17 times as
-#   fast (same GPU, versions and day).
+#   persistent grid the same kernel ran at 0.75 of it (layer norm, float32, 16384 x 5120: 3149
+#   against 4205 GB/s). Unrolled, it ran at 0.99 of it; at 4096 x 65536, 1.17 times as fast
+#   (H200, triton 3.6, torch 2.11, 2026-11-22; the last two from the recorded results).
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
