@@ -197,18 +197,23 @@ else:
 #   on the element width (for 2- and 4-byte elements, the best of a sweep of tile shapes and
 #   warps on an H200); every tile row is at least 128 contiguous bytes on both sides. Rows
 #   that do not start at 16-byte multiples, like the odd shape of these checks, cannot be
-#   read or written more than one element at a time, and there a tall, narrow tile in two
-#   warps measured fastest:
+#   read or written more than one element at a time; there 32 KiB tiles, 64 columns wide, in
+#   8 warps measured fastest. A matrix too small to give every SM several tiles gets tiles
+#   half as wide:
 #
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :start-at: # Element size in bytes
-#      :end-at: DEFAULT_GROUP_M
+#      :end-at: MIN_TILES_PER_SM =
 #
-# * **Program order.** Programs are numbered on a 1-D grid and mapped to tiles in bands of
-#   ``GROUP_M`` tile rows, walked column by column: the programs resident at one moment then
-#   write neighbouring pieces of the same rows of ``y`` and read neighbouring rows of ``x``,
-#   instead of scattering across the whole output. Batches of matrices are numbered one after
-#   another on the same grid.
+# * **Program order.** Programs are numbered on a 1-D grid and walk down one tile column after
+#   another, so the programs resident at one moment write neighbouring pieces of the same rows
+#   of ``y`` and read the same columns of ``x``. Against bands of 8 tile rows walked column by
+#   column (the order of the matmul lesson) this was 1-3% faster on aligned shapes and 7-11% on
+#   the odd ones, where a tile's row of ``y`` starts anywhere in a 32-byte sector and shares its
+#   first and last sectors with the tiles next to it in the column (the numbers are in the
+#   comments above). Step 3's 2-D grid runs in the same order in practice: its first axis, the one the
+#   GPU hands out first, counts tile rows. ``group_m`` still selects bands; batches of
+#   matrices are numbered one after another on the same grid.
 #
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :pyobject: tile_coordinates

@@ -10,6 +10,8 @@ import importlib
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 from conftest import ON_GPU, gpu_only
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -169,6 +171,44 @@ def test_rows_off_16_byte_multiples_take_their_own_tile(device, monkeypatch):
     check(random_input((256, 259), torch.float32, device)[:, :256])  # input rows 1036 bytes apart
     aligned, unaligned = TILE_CONFIGS[4], UNALIGNED_TILE_CONFIGS[4]
     assert chosen == [aligned, aligned, unaligned, unaligned, unaligned]
+
+
+def test_small_matrices_take_narrower_default_tiles():
+    # float16 4096 x 4096 in 128 x 128 tiles: 1024 tiles, fewer than 8 an SM on a GPU of 132 SMs.
+    few = tp.MIN_TILES_PER_SM * 132
+    assert tp._config(TILE_CONFIGS, 4096, 4096, 2, None, None, None, 1, few) == (128, 64, 4)
+    assert tp._config(TILE_CONFIGS, 4096, 4096, 2, None, None, None, 2, few) == (128, 128, 8)  # a batch of two: 2048 tiles
+    assert tp._config(TILE_CONFIGS, 8192, 8192, 2, None, None, None, 1, few) == (128, 128, 8)
+    # A tile width or warp count the caller chose is kept.
+    assert tp._config(TILE_CONFIGS, 4096, 4096, 2, None, 128, None, 1, few) == (128, 128, 8)
+    assert tp._config(TILE_CONFIGS, 4096, 4096, 2, None, None, 8, 1, few) == (128, 128, 8)
+
+
+@triton.jit
+def _coordinates_kernel(out_ptr, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    b, pid_m, pid_n = tp.tile_coordinates(pid, tiles_m, tiles_n, GROUP_M)
+    tl.store(out_ptr + 3 * pid, b)
+    tl.store(out_ptr + 3 * pid + 1, pid_m)
+    tl.store(out_ptr + 3 * pid + 2, pid_n)
+
+
+@pytest.mark.parametrize("group_m", [0, 1, 2, 3, 8])
+def test_program_order_visits_every_tile_once(group_m, device):
+    # 2 matrices of 7 x 5 tiles: every (matrix, tile row, tile column) once, matrix by matrix.
+    tiles_m, tiles_n, batch = 7, 5, 2
+    out = torch.full((batch * tiles_m * tiles_n, 3), -1, dtype=torch.int32, device=device)
+    _coordinates_kernel[(out.shape[0],)](out, tiles_m, tiles_n, GROUP_M=group_m)
+    seen = [tuple(row) for row in out.cpu().tolist()]
+    assert sorted(seen) == [(b, m, n) for b in range(batch) for m in range(tiles_m) for n in range(tiles_n)]
+    assert [b for b, _, _ in seen] == sorted(b for b, _, _ in seen)
+    first = seen[: tiles_m * tiles_n]
+    if group_m == 0:  # down each tile column, one column after another
+        assert first == [(0, m, n) for n in range(tiles_n) for m in range(tiles_m)]
+    elif group_m == 1:  # row-major
+        assert first == [(0, m, n) for m in range(tiles_m) for n in range(tiles_n)]
+    else:  # the first band: group_m tile rows, walked column by column
+        assert first[: group_m * tiles_n] == [(0, m, n) for n in range(tiles_n) for m in range(min(group_m, tiles_m))][: group_m * tiles_n]
 
 
 # -- tuning knobs --------------------------------------------------------------------------------

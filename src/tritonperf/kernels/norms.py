@@ -80,11 +80,13 @@ def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor | None, eps: float 
 @triton.jit
 def _scale_shift(y, w_ptr, b_ptr, cols, col_mask, HAS_W: tl.constexpr, HAS_B: tl.constexpr):
     # y * w + b for normalized rows y (one row, or a tile of them: w and b broadcast over the rows).
-    # w and b are loaded evict_last: see norm_fwd_kernel.
+    # w and b are loaded evict_last: see norm_fwd_kernel. col_mask None: no lane is masked, and the
+    # loads take no `other` either.
+    other = 0.0 if col_mask is not None else None
     if HAS_W:
-        y = y * tl.load(w_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = y * tl.load(w_ptr + cols, mask=col_mask, other=other, eviction_policy="evict_last").to(tl.float32)
     if HAS_B:
-        y = y + tl.load(b_ptr + cols, mask=col_mask, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        y = y + tl.load(b_ptr + cols, mask=col_mask, other=other, eviction_policy="evict_last").to(tl.float32)
     return y
 
 
@@ -215,11 +217,7 @@ def _tile_out(x_row, y_row, w_ptr, b_ptr, cols, N, mean, rstd, HAS_W: tl.constex
     mask = cols < N if MASKED else None
     other = 0.0 if MASKED else None
     x = tl.load(x_row + cols, mask=mask, other=other, eviction_policy="evict_first")
-    y = (x.to(tl.float32) - mean) * rstd
-    if HAS_W:
-        y = y * tl.load(w_ptr + cols, mask=mask, other=other, eviction_policy="evict_last").to(tl.float32)
-    if HAS_B:
-        y = y + tl.load(b_ptr + cols, mask=mask, other=other, eviction_policy="evict_last").to(tl.float32)
+    y = _scale_shift((x.to(tl.float32) - mean) * rstd, w_ptr, b_ptr, cols, mask, HAS_W, HAS_B)
     tl.store(y_row + cols, y.to(y_row.dtype.element_ty), mask=mask)
 
 

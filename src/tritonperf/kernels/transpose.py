@@ -41,18 +41,23 @@ def transpose_reference(x: torch.Tensor) -> torch.Tensor:
 def tile_coordinates(pid, tiles_m, tiles_n, GROUP_M: tl.constexpr):
     """Map a flat program id to (matrix of the batch, tile row, tile column).
 
-    Programs are numbered matrix by matrix. Inside one matrix, GROUP_M tile rows form a
-    band that is walked column by column, so programs that run at the same time touch
-    GROUP_M neighbouring tiles on both sides of the copy. GROUP_M = 1 is plain row-major order.
+    Programs are numbered matrix by matrix. With GROUP_M = 0 (the default) they walk down one
+    tile column of the matrix after another: programs that run at the same time write
+    neighbouring pieces of the same rows of y, and read the same columns of x. GROUP_M > 0 walks
+    bands of GROUP_M tile rows column by column instead; GROUP_M = 1 is plain row-major order.
     """
     tiles = tiles_m * tiles_n
     b = pid // tiles
     t = pid - b * tiles
-    band = GROUP_M * tiles_n
-    first_m = (t // band) * GROUP_M
-    rows_in_band = tl.minimum(tiles_m - first_m, GROUP_M)  # the last band may be shorter
-    pid_m = first_m + (t % band) % rows_in_band
-    pid_n = (t % band) // rows_in_band
+    if GROUP_M == 0:
+        pid_m = t % tiles_m
+        pid_n = t // tiles_m
+    else:
+        band = GROUP_M * tiles_n
+        first_m = (t // band) * GROUP_M
+        rows_in_band = tl.minimum(tiles_m - first_m, GROUP_M)  # the last band may be shorter
+        pid_m = first_m + (t % band) % rows_in_band
+        pid_n = (t % band) // rows_in_band
     return b, pid_m, pid_n
 
 
@@ -134,16 +139,33 @@ TILE_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (128, 128,
 TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4), 4: (64, 64, 4), 8: (32, 64, 4)}
 # The pointer kernel on rows that do not all start at 16-byte multiples (an input row stride or
 # an output row of M elements that is not a multiple of 16 bytes): on that side no access can be
-# wider than one element, and tall, narrow tiles in 2 warps won. Same H200 sweep plus 2 warps, shapes
-# 8191 x 4097, 4097 x 8191 and 12289 x 5121: 128 x 32 in 2 warps moved 2509-2628 GB/s in float16
-# (the aligned entry 1860-1938) and 3064-3162 in float32 (2746-2820). Other element sizes keep
-# TILE_CONFIGS (not swept).
-UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (128, 32, 2), 4: (128, 32, 2)}
-DEFAULT_GROUP_M = 8
+# wider than one element. Tiles of 32 KiB, 64 columns wide, in 8 warps won a sweep of 16-256 rows,
+# 16-64 columns and 1-8 warps in bands of 8 tile rows, and a second one of its best shapes in
+# column order (H200, triton 3.6, torch 2.11, 2026-11-23; two interleaved runs, GB/s, column order,
+# torch.compile in parentheses): float16 256 x 64 at 8191 x 4097 2885
+# and 2864 (2723, 2764), at 12289 x 5121 2983 and 2969 (2712, 2661); float32 128 x 64 at 8191 x
+# 4097 3516 and 3571 (2499, 2533), at 12289 x 5121 3615 and 3618 (2510, 2511). The previous entry,
+# 128 x 32 in 2 warps with bands of 8 tile rows, moved 2445-2503 in float16 and 3123-3149 in
+# float32. Other element sizes keep TILE_CONFIGS (not swept).
+UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 64, 8), 4: (128, 64, 8)}
+# The order of programs (tile_coordinates' GROUP_M): 0 walks down whole tile columns. Against bands
+# of 8 tile rows, the previous default, in the same runs (GB/s, default tiles): float32 16384 x
+# 16384 4136 against 4001-4003, 8192 x 8192 4080 against 3975-3978, 4096 x 4096 3821-3826 against
+# 3767-3779; float16 16384 x 16384 4109-4110 against 3989-3995, 8192 x 8192 3935-3937 against
+# 3867-3873; at the odd shapes above, 256 x 32 tiles in 4 warps gained 7-9% in float32 and 10-11%
+# in float16.
+DEFAULT_GROUP_M = 0
+# A matrix with fewer default tiles than MIN_TILES_PER_SM per SM takes tiles half as wide, in half
+# the warps. Same runs: float16 4096 x 4096 has 1024 tiles of 128 x 128 (7.8 an SM on an H200),
+# which moved 3196 and 3241 GB/s, against 3479 and 3449 for 128 x 64 tiles in 4 warps
+# (torch.compile 3324, 3298). The larger shapes have 29 or more tiles an SM.
+MIN_TILES_PER_SM = 8
 # Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
 # (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
 # Empty: on an H200 (triton 3.6) the descriptor kernel was slower than the pointer kernel at
-# every tile shape tried (at best 0.88 × the copy ceiling against 0.94 ×), so it is opt-in.
+# every tile shape tried (at best 0.88 × the copy ceiling against 0.94 ×), so it is opt-in. In
+# column order too (2026-11-23, GB/s): float32 16384 x 16384 4046-4050 against 4136, float16 1634
+# at 4096 x 4096 against 3449-3479.
 AUTO_TMA_SIZES: frozenset[int] = frozenset()
 
 _INT32_LIMIT = 2**31 - 1
@@ -227,13 +249,20 @@ def _resolve_method(method: str, xb: torch.Tensor, yb: torch.Tensor | None) -> s
 
 def _config(
     table: dict[int, tuple[int, int, int]], M: int, N: int, size: int,
-    block_m: int | None, block_n: int | None, num_warps: int | None,
+    block_m: int | None, block_n: int | None, num_warps: int | None, batch: int = 1, min_tiles: int = 0,
 ) -> tuple[int, int, int]:
+    """``(BLOCK_M, BLOCK_N, num_warps)``: the table's entry for ``size``, where the caller gave no value.
+
+    Small matrices get smaller tiles (at least 16 elements, i.e. 16 bytes, a side). With neither
+    ``block_n`` nor ``num_warps`` given, a grid of fewer than ``min_tiles`` tiles (``batch``
+    matrices) takes tiles half as wide, in half the warps.
+    """
     bm, bn, nw = table[size]
-    # Small matrices get smaller tiles (at least 16 elements, i.e. 16 bytes, a side).
     bm = block_m or min(bm, max(16, next_power_of_2(M)))
     bn = block_n or min(bn, max(16, next_power_of_2(N)))
     nw = num_warps or max(1, min(nw, bm * bn // 512))
+    if block_n is None and num_warps is None and bn > 16 and batch * cdiv(M, bm) * cdiv(N, bn) < min_tiles:
+        bn, nw = bn // 2, max(1, nw // 2)
     return bm, bn, nw
 
 
@@ -258,7 +287,7 @@ def transpose(
     method: str = "auto",
     block_m: int | None = None,
     block_n: int | None = None,
-    group_m: int = DEFAULT_GROUP_M,
+    group_m: int | None = None,
     num_warps: int | None = None,
     programs_per_sm: int | None = None,
     num_stages: int | None = None,
@@ -279,7 +308,10 @@ def transpose(
             (none at present) and ``"tiles"`` everywhere else.
         block_m, block_n: tile shape (rows, columns of ``x``), powers of two; chosen from the
             element size, and from whether every row starts at a 16-byte multiple, when omitted.
-        group_m: tile rows walked together before moving to the next tile column (1: row-major).
+            With both ``block_n`` and ``num_warps`` omitted, a matrix of few tiles (fewer than
+            ``MIN_TILES_PER_SM`` per SM) takes the pointer kernel's tiles half as wide, in half the warps.
+        group_m: None (default) walks whole tile columns, top to bottom, one after another; a number
+            walks bands of that many tile rows column by column (1: row-major order).
         num_warps: warps per program, a power of two; chosen from the tile size when omitted.
         programs_per_sm: None (default) launches one program per tile; a number launches that
             many programs per SM (a persistent grid), each looping over tiles.
@@ -336,7 +368,8 @@ def transpose(
         table = TMA_CONFIGS
     else:
         table = TILE_CONFIGS if _rows_aligned(xb, yb) else TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
-    bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps)
+    min_tiles = MIN_TILES_PER_SM * _sm_count(x.device) if method == "tiles" else 0
+    bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps, batch, min_tiles)
     if bm * bn > _MAX_TILE_ELEMENTS:
         raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
     if method == "tma" and min(bm, bn) * size < 16:
@@ -360,7 +393,7 @@ def transpose(
             y_desc = TensorDescriptor(yb[0], [N, M], [M, 1], [bn, bm])
         transpose_tma_kernel[grid](
             x_desc, y_desc, tiles_m, tiles_n, n_tiles,
-            BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m, BATCHED=batch > 1, PERSISTENT=persistent, **options,
+            BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m or DEFAULT_GROUP_M, BATCHED=batch > 1, PERSISTENT=persistent, **options,
         )
         return out
 
@@ -370,7 +403,7 @@ def transpose(
     y_reach = ((batch - 1) * N + tiles_n * bn) * M + tiles_m * bm
     transpose_kernel[grid](
         xb, yb, M, N, sb, sm, sn, tiles_m, tiles_n, n_tiles,
-        BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m, MASKED=bool(M % bm or N % bn),
+        BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m or DEFAULT_GROUP_M, MASKED=bool(M % bm or N % bn),
         INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, **options,
     )
     return out
