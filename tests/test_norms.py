@@ -270,6 +270,21 @@ def test_tiled_path(norm, shape, block_n, device):
         _check_gradients(norm, shape, torch.float32, device, block_n=block_n, rows=rows, programs=2)
 
 
+@pytest.mark.parametrize("block_n", [128, 32], ids=["unrolled", "loop"])
+def test_tiled_forward_rows_with_a_large_mean(block_n, device):
+    # The mean is 10^4 times the spread: the schoolbook variance, mean(x²) - mean(x)², loses it all
+    # to cancellation in float32 (an rstd off by orders of magnitude). The tiled forward's per-lane
+    # Welford statistics must keep rstd as exact as float32 rounding of values near 10^4 allows.
+    x = random_tensor((8, 1000), torch.float32, device) + 1e4
+    w, b = random_tensor((1000,), torch.float32, device), random_tensor((1000,), torch.float32, device)
+    assert norm_config(8, 1000, "fwd", device, block_n=block_n).tiled
+    y, mean, rstd = layer_norm_fwd(x, w, b, block_n=block_n)
+    x64 = x.double()
+    assert relative_error(mean, x64.mean(-1)) <= 1e-6
+    assert relative_error(rstd, 1 / (x64.var(-1, unbiased=False) + 1e-5).sqrt()) <= 1e-3
+    assert max_abs_error(y, layer_norm_reference(x64, w.double(), b.double())) <= 0.05
+
+
 @pytest.mark.parametrize(
     "knobs",
     [

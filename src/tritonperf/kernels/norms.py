@@ -234,12 +234,16 @@ def _norm_fwd_tiled_row(row, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, N, 
     y_row = y_ptr + row * stride_y
     offs = tl.arange(0, BLOCK_N)
     # Per-lane sums of d = x - shift and of d², reduced across lanes once at the end. Layer norm
-    # shifts by the mean of the first tile: any shift gives the same variance E[d²] - E[d]², and
-    # one close to the mean keeps that difference free of cancellation.
+    # shifts by the mean of the row's first 32 values: any shift gives the same variance
+    # E[d²] - E[d]², and one close to the mean keeps that difference free of cancellation. 32
+    # values are one warp's worth, so the compiler sums them with shuffles inside each warp; a
+    # whole tile's mean took a barrier, which held every warp's loads back until that tile had
+    # arrived (see FWD_STREAMED for what that cost).
     if RMS:
         shift = 0.0
     else:
-        shift = tl.sum(tl.load(x_row + offs, mask=offs < N, other=0.0).to(tl.float32), axis=0) / BLOCK_N
+        head = tl.arange(0, 32)
+        shift = tl.sum(tl.load(x_row + head, mask=head < N, other=0.0).to(tl.float32), axis=0) / 32
     s1 = tl.zeros((BLOCK_N,), tl.float32)
     s2 = tl.zeros((BLOCK_N,), tl.float32)
     if TILES > 0:
@@ -613,6 +617,17 @@ FWD_TILED = (8192, 1, 16)
 # path: 8192 columns a tile, 8 tiles) the old kernel ran at 2644 (torch.compile 2662) and, in a
 # later run, the new one at 3116 (2656); in that run bfloat16 3158 (2416), RMS norm float32 3075
 # (2726) and bfloat16 3429 (2866).
+# The first pass shifts layer norm's values by the mean of the row's first 32 (see
+# _norm_fwd_tiled_row). It used to take the mean of the first tile, a reduction across the
+# program's warps: its barrier came before the other tiles' loads, so a program waited for one
+# tile's round trip to memory before asking for the rest. Without it (H200, triton 3.6, torch
+# 2.11, 2026-11-23, two interleaved runs, GB/s, the first tile's mean in parentheses, then
+# torch.compile): bfloat16 4096 x 10000 3670 and 3457 (3507, 3272; 2906, 2481), 4096 x 12288
+# 3710 and 3606 (3517, 3290; 3569, 2988), 4096 x 65536 3237 and 3192 (3149, 3146; 2410, 2417);
+# float32 16384 x 5120 4149 and 4142 (4107, 4092; 4179, 4144), 4096 x 65536 3157 and 3159
+# (3114, 3112; 2647, 2653). Streaming the 16-bit rows of 16384 columns, which are held, would
+# gain about 4% with it (bfloat16, 2048 columns a tile in 16 warps: 3732 and 3703 against 3588
+# and 3500 held; torch.compile 3803, 3764); not adopted yet, as it was measured at one row count.
 # Rows of FWD_STREAMED_MIN_N < N <= max_n columns that would fill at most max_fill of their register
 # block (a power of two) are streamed too, through BLOCK_N-wide tiles: (bytes per element, RMS):
 # (max_fill, max_n, BLOCK_N). Their warps: the row's bytes over FWD_TILED_BYTES_PER_WARP[rms],
