@@ -211,8 +211,8 @@ else:
 #   column (the order of the matmul lesson) this was 1-3% faster on aligned shapes and 7-11% on
 #   the odd ones, where a tile's row of ``y`` starts anywhere in a 32-byte sector and shares its
 #   first and last sectors with the tiles next to it in the column (the numbers are in the
-#   comments above). Step 3's 2-D grid runs in the same order in practice: its first axis, the one the
-#   GPU hands out first, counts tile rows. ``group_m`` still selects bands; batches of
+#   comments above). Step 3's 2-D grid runs in the same order in practice: its first axis, the
+#   one the GPU hands out first, counts tile rows. ``group_m`` still selects bands; batches of
 #   matrices are numbered one after another on the same grid.
 #
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py

@@ -273,8 +273,9 @@ def test_tiled_path(norm, shape, block_n, device):
 @pytest.mark.parametrize("block_n", [128, 32], ids=["unrolled", "loop"])
 def test_tiled_forward_rows_with_a_large_mean(block_n, device):
     # The mean is 10^4 times the spread: the schoolbook variance, mean(x²) - mean(x)², loses it all
-    # to cancellation in float32 (an rstd off by orders of magnitude). The tiled forward's per-lane
-    # Welford statistics must keep rstd as exact as float32 rounding of values near 10^4 allows.
+    # to cancellation in float32 (an rstd off by orders of magnitude). The tiled forward's sums,
+    # shifted by the mean of the row's first values, must keep rstd as exact as float32 rounding of
+    # values near 10^4 allows.
     x = random_tensor((8, 1000), torch.float32, device) + 1e4
     w, b = random_tensor((1000,), torch.float32, device), random_tensor((1000,), torch.float32, device)
     assert norm_config(8, 1000, "fwd", device, block_n=block_n).tiled

@@ -141,10 +141,10 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # an output row of M elements that is not a multiple of 16 bytes): on that side no access can be
 # wider than one element. Tiles of 32 KiB, 64 columns wide, in 8 warps won a sweep of 16-256 rows,
 # 16-64 columns and 1-8 warps in bands of 8 tile rows, and a second one of its best shapes in
-# column order (H200, triton 3.6, torch 2.11, 2026-11-23; two interleaved runs, GB/s, column order,
-# torch.compile in parentheses): float16 256 x 64 at 8191 x 4097 2885
-# and 2864 (2723, 2764), at 12289 x 5121 2983 and 2969 (2712, 2661); float32 128 x 64 at 8191 x
-# 4097 3516 and 3571 (2499, 2533), at 12289 x 5121 3615 and 3618 (2510, 2511). The previous entry,
+# column order (H200, triton 3.6, torch 2.11, 2026-11-23; two interleaved runs, GB/s, column
+# order, torch.compile in parentheses): float16 256 x 64 at 8191 x 4097 2885 and 2864 (2723,
+# 2764), at 12289 x 5121 2983 and 2969 (2712, 2661); float32 128 x 64 at 8191 x 4097 3516 and
+# 3571 (2499, 2533), at 12289 x 5121 3615 and 3618 (2510, 2511). The previous entry,
 # 128 x 32 in 2 warps with bands of 8 tile rows, moved 2445-2503 in float16 and 3123-3149 in
 # float32. Other element sizes keep TILE_CONFIGS (not swept).
 UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 64, 8), 4: (128, 64, 8)}
