@@ -207,8 +207,9 @@ def test_program_order_visits_every_tile_once(group_m, device):
         assert first == [(0, m, n) for n in range(tiles_n) for m in range(tiles_m)]
     elif group_m == 1:  # row-major
         assert first == [(0, m, n) for m in range(tiles_m) for n in range(tiles_n)]
-    else:  # the first band: group_m tile rows, walked column by column
-        assert first[: group_m * tiles_n] == [(0, m, n) for n in range(tiles_n) for m in range(min(group_m, tiles_m))][: group_m * tiles_n]
+    else:  # the first band: group_m tile rows (all of them, if fewer), walked column by column
+        rows = min(group_m, tiles_m)
+        assert first[: rows * tiles_n] == [(0, m, n) for n in range(tiles_n) for m in range(rows)]
 
 
 # -- tuning knobs --------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ copied exactly, NaN payloads and signed zeros included.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -185,6 +186,7 @@ def _bits_dtype(x: torch.Tensor) -> torch.dtype:
     return BITS_DTYPES[size]
 
 
+@functools.cache  # asked on every default launch (MIN_TILES_PER_SM), and fixed per device
 def _sm_count(device: torch.device) -> int:
     if runtime.MODE != "gpu":
         return _INTERPRETER_SMS
@@ -368,6 +370,7 @@ def transpose(
         table = TMA_CONFIGS
     else:
         table = TILE_CONFIGS if _rows_aligned(xb, yb) else TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
+    group = group_m or DEFAULT_GROUP_M
     min_tiles = MIN_TILES_PER_SM * _sm_count(x.device) if method == "tiles" else 0
     bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps, batch, min_tiles)
     if bm * bn > _MAX_TILE_ELEMENTS:
@@ -393,7 +396,7 @@ def transpose(
             y_desc = TensorDescriptor(yb[0], [N, M], [M, 1], [bn, bm])
         transpose_tma_kernel[grid](
             x_desc, y_desc, tiles_m, tiles_n, n_tiles,
-            BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m or DEFAULT_GROUP_M, BATCHED=batch > 1, PERSISTENT=persistent, **options,
+            BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group, BATCHED=batch > 1, PERSISTENT=persistent, **options,
         )
         return out
 
@@ -403,7 +406,7 @@ def transpose(
     y_reach = ((batch - 1) * N + tiles_n * bn) * M + tiles_m * bm
     transpose_kernel[grid](
         xb, yb, M, N, sb, sm, sn, tiles_m, tiles_n, n_tiles,
-        BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group_m or DEFAULT_GROUP_M, MASKED=bool(M % bm or N % bn),
+        BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group, MASKED=bool(M % bm or N % bn),
         INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, **options,
     )
     return out
