@@ -34,6 +34,7 @@ from tritonperf.kernels.attention import (
     FP8_MIN_HEAD_DIM,
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
+    FWD_WS_CONFIGS,
     HEAD_DIMS,
     INTERPRETER_CONFIGS,
     attention,
@@ -45,7 +46,7 @@ from tritonperf.kernels.attention import (
     attention_lse_reference,
     attention_reference,
 )
-from tritonperf.ladders.attention import STEPS, naive_scores_bytes
+from tritonperf.ladders.attention import STEPS, attention_warp_specialized, naive_scores_bytes
 from tritonperf.testing import TOLERANCES, assert_close, max_abs_error, poisoned, random_tensor, relative_error
 
 # The module, not the function of the same name.
@@ -274,8 +275,41 @@ def test_forward_method_choice(device):
         assert_close(attention_fwd(bad, k, v)[0], attention_reference(bad, k, v), torch.float16)
         with pytest.raises(ValueError, match="method='tma' cannot run: " + reason):
             attention_fwd(bad, k, v, method="tma")
-    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma'; got 'tiles'"):
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma', 'warp_specialized'; got 'tiles'"):
         attention_fwd(q, k, v, method="tiles")
+
+
+def test_warp_specialized_method_choice(device):
+    q, k, v = qkv(1, 2, 2, 40, 128, torch.float16, device)
+    o, lse = torch.empty_like(q), torch.empty(q.shape[:3], dtype=torch.float32, device=device)
+    obstacle = attn._ws_obstacle(q, k, v, o, False)
+    if runtime.is_interpreter():
+        assert obstacle == "Triton's interpreter does not run Gluon kernels"
+    if obstacle is not None:  # the interpreter, or a GPU other than Hopper: "auto" takes the tl.dot kernels
+        assert attn._fwd_method("auto", q, k, v, o, False) in ("tma", "pointers")
+        with pytest.raises(ValueError, match="method='warp_specialized' cannot run: " + re.escape(obstacle)):
+            attention_fwd(q, k, v, method="warp_specialized")
+    else:
+        assert attn._fwd_method("auto", q, k, v, o, True) == "warp_specialized"
+        # Pinned launches, other head dims and layouts without descriptors take the other kernels.
+        assert attn._fwd_method("auto", q, k, v, o, True, "pinned") == "tma"
+        q64, k64, v64 = (t[..., :64].contiguous() for t in (q, k, v))
+        assert attn._fwd_method("auto", q64, k64, v64, torch.empty_like(q64), False) == "tma"
+        d_strided = random_tensor((1, 2, 128, 40), torch.float16, device).transpose(-1, -2)
+        assert attn._fwd_method("auto", d_strided, k, v, o, False) == "pointers"
+        for kwargs, reason in (
+            (dict(q=q64, k=k64, v=v64), r"it has configurations for float16 and bfloat16 at head dims \[128\] only, "
+                                        r"not torch.float16 at 64"),
+            (dict(q=q, k=k, v=v, block_m=64, num_stages=2), r"it takes no knobs \(block_m, num_stages given\)"),
+            (dict(q=q, k=k, v=v, causal=True, skip_masked_blocks=False),
+             r"it always skips the causal blocks right of the diagonal \(skip_masked_blocks=False given\)"),
+            (dict(q=d_strided, k=k, v=v), r"q's head dim is not contiguous"),
+        ):
+            with pytest.raises(ValueError, match="method='warp_specialized' cannot run: " + reason):
+                attention_fwd(**kwargs, method="warp_specialized")
+    # The backward has no warp-specialized kernel.
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma'; got 'warp_specialized'"):
+        attention_bwd(o, q, k, v, o, lse, method="warp_specialized")
 
 
 def test_large_scores_do_not_overflow(device):
@@ -310,7 +344,12 @@ def test_empty_inputs_give_empty_results(shape, device):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("step", STEPS, ids=lambda f: f.__name__)
 def test_lesson_steps(step, causal, device):
-    q, k, v = qkv(1, 2, 1, 70, 64, torch.float16, device)
+    # Step 5, the warp-specialized kernel, has a configuration at D = 128 only, and runs on Hopper only.
+    q, k, v = qkv(1, 2, 1, 70, 128 if step is attention_warp_specialized else 64, torch.float16, device)
+    if step is attention_warp_specialized and (reason := attn._ws_obstacle(q, k, v, q, causal)):
+        with pytest.raises(ValueError, match="method='warp_specialized' cannot run: " + re.escape(reason)):
+            step(q, k, v, causal)
+        return
     o = step(q, k, v, causal)
     assert o.shape == q.shape and o.dtype == q.dtype
     assert_close(o, attention_reference(q, k, v, causal), torch.float16)
@@ -347,11 +386,17 @@ def test_every_head_dim_causality_and_dtype_has_a_configuration():
     for cfg in [*BWD_DKDV_CONFIGS.values(), *BWD_DKDV_TMA_CONFIGS.values(), INTERPRETER_CONFIGS["bwd_dkdv"],
                 INTERPRETER_CONFIGS["bwd_dkdv_tma"]]:
         assert cfg.block_n % cfg.block_m == 0
+    # The warp-specialized forward masks only a program's last key block, which must hold its whole
+    # diagonal; its two consumer warpgroups take block_m / 2 rows each, 64 at least for wgmma.
+    assert set(FWD_WS_CONFIGS) <= keys
+    for cfg in FWD_WS_CONFIGS.values():
+        assert cfg.block_n % cfg.block_m == 0 and cfg.block_m // 2 >= 64 and cfg.num_warps == 4
+    assert attention_config(128, True, torch.float16, "fwd_ws") == FWD_WS_CONFIGS[(128, True, torch.float16)]
     if runtime.is_interpreter():
         assert attention_config(128, True, torch.float16, "bwd_dq") == INTERPRETER_CONFIGS["bwd_dq"]
     else:
         assert attention_config(128, True, torch.float16) == FWD_CONFIGS[(128, True, torch.float16)]
-    with pytest.raises(ValueError, match="kernel must be one of fwd, fwd_tma, bwd_dkdv, bwd_dkdv_tma, bwd_dq, bwd_dq_tma"):
+    with pytest.raises(ValueError, match="kernel must be one of fwd, fwd_tma, fwd_ws, bwd_dkdv, bwd_dkdv_tma, bwd_dq, bwd_dq_tma"):
         attention_config(64, False, torch.float16, "bwd")
 
 
@@ -424,6 +469,36 @@ def test_backward_with_descriptors_compiles_to_wgmma_without_spills_for_hopper(k
     # such as the pointer kernel's hundreds of bytes.
     assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= 16, (
         f"the {kernel} kernel spills registers: {compiled.resources}"
+    )
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_warp_specialized_forward_compiles_for_hopper(causal):
+    # The Gluon kernel as a launch on contiguous float16 tensors specializes it: the descriptors'
+    # types (with their shared-memory layouts) come from descriptors of CPU tensors of that layout.
+    from triton.runtime.jit import mangle_type
+
+    cfg = FWD_WS_CONFIGS[(128, causal, torch.float16)]
+    t = torch.empty((2, 2, 256, 128), dtype=torch.float16)
+    q_type, kv_type = (mangle_type(attn._ws_descriptor(t, rows)) for rows in (cfg.block_m // 2, cfg.block_n))
+    sig = {"q_desc": q_type, "k_desc": kv_type, "v_desc": kv_type, "o_desc": q_type, "lse_ptr": "*fp32",
+           "H": "i32", "N": "i32", "GROUP": "i32", "qk_scale": "fp32"}
+    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages, "IS_CAUSAL": causal,
+              "CONSUMER_REGS": attn.WS_REGISTERS["consumer"], "LOADER_REGS": attn.WS_REGISTERS["loader"]}
+    compiled = asm.compile_for_hopper(attn.attention_fwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
+    ptx = compiled.ptx
+    assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
+    # The overlap: a wait that leaves one MMA running (P V) while the softmax of the next scores runs.
+    assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", ptx), "every MMA is waited for at once"
+    # Each partition gets the registers asked for; the ring, the query blocks and barriers fit on an SM.
+    for registers in attn.WS_REGISTERS.values():
+        assert re.search(rf"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+{registers};", ptx), registers
+    assert compiled.shared_bytes <= 227 * 1024
+    if compiled.resources is None:
+        pytest.skip("this Triton carries no cuobjdump")
+    assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes == 0, (
+        f"the warp-specialized forward spills registers: {compiled.resources}"
     )
 
 
@@ -689,6 +764,40 @@ def test_float8_forward_on_gpu(shape, causal):
     lse_error = (lse.double() - attention_lse_reference(q8, k8, causal)).abs()
     worst = (lse_error / score_error).max().item()
     assert (lse_error <= score_error + 1e-5).all(), f"lse off by {lse_error.max().item():.3e}, {worst:.2f} x its bound"
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(1, 2, 2, 1, 128), (2, 3, 3, 17, 128), (1, 2, 2, 128, 128), (2, 4, 2, 1000, 128),
+                                   (1, 4, 4, 4097, 128)], ids=str)
+def test_warp_specialized_forward_on_gpu(shape, causal, dtype):
+    # One row, a block's worth, ragged blocks, grouped heads: every row written (poisoned output),
+    # within the table and at most twice torch's error; the log-sum-exp too.
+    q, k, v = qkv(*shape, dtype, "cuda")
+    if reason := attn._ws_obstacle(q, k, v, q, causal):
+        pytest.skip(f"the warp-specialized forward cannot run here: {reason}")
+    out = poisoned(q.shape, dtype, "cuda")
+    o, lse = attention_fwd(q, k, v, causal, out=out, method="warp_specialized")
+    assert o is out
+    ref = attention_reference(q, k, v, causal)
+    assert_close(o, ref, dtype)
+    assert relative_error(o, ref) <= 2 * relative_error(torch_sdpa(q, k, v, causal), ref) + 1e-7
+    assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+
+
+@gpu_only
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_warp_specialized_forward_reads_strided_inputs_on_gpu(causal):
+    # q, k, v read in place from a packed (B, N, 3, H, D) projection, 4 query heads on 2 key/value heads.
+    packed = random_tensor((2, 300, 3, 4, 128), torch.float16, "cuda")
+    q, k, v = (packed[:, :, i].transpose(1, 2) for i in range(3))
+    k, v = k[:, :2], v[:, 2:]
+    if reason := attn._ws_obstacle(q, k, v, q, causal):
+        pytest.skip(f"the warp-specialized forward cannot run here: {reason}")
+    o, lse = attention_fwd(q, k, v, causal, method="warp_specialized")
+    assert_close(o, attention_reference(q, k, v, causal), torch.float16)
+    assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
 
 
 @gpu_only

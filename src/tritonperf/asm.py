@@ -341,6 +341,10 @@ def _ast_source(fn, signature: dict[str, str], constexprs: dict[str, object], di
         )
     names = list(fn.arg_names)
     attrs = {(names.index(name),): [["tt.divisibility", 16]] for name in divisible}
+    if type(fn).__name__ == "GluonJITFunction":  # a @gluon.jit kernel: its source starts at TTGIR
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        return GluonASTSource(fn, signature, constexprs, attrs)
     return ASTSource(fn, signature, constexprs, attrs)
 
 
@@ -379,9 +383,11 @@ def compile_for_hopper(
     does not compile for these arguments raises Triton's own ``CompilationError``.
 
     Args:
-        kernel: a ``@triton.jit`` function (or an interpreted one, or an autotuner around one).
+        kernel: a ``@triton.jit`` function (or an interpreted one, or an autotuner around one),
+            or a ``@gluon.jit`` one (whose compilation has no ``ttir`` stage).
         signature: Triton's type of every runtime argument, by parameter name: ``"*fp32"``,
-            ``"*fp16"``, ``"*i32"`` for pointers, ``"i32"``, ``"i64"``, ``"fp32"`` for scalars.
+            ``"*fp16"``, ``"*i32"`` for pointers, ``"i32"``, ``"i64"``, ``"fp32"`` for scalars
+            (a tensor descriptor's is ``"tensordesc<...>"``, as ``triton.runtime.jit.mangle_type`` gives it).
         constexprs: the value of every ``tl.constexpr`` parameter without a default, by name
             (others take their defaults, as in a launch). A launch also turns
             an integer argument equal to 1 into a constant; pass it here to get that variant.
@@ -440,7 +446,7 @@ def _compile_here(fn, signature: dict[str, str], constexprs: dict[str, object], 
         warnings.filterwarnings("ignore", module=r"triton(\.|$)")
         with _compilable_language():
             compiled = triton.compile(source, target=GPUTarget(*HOPPER), options=options)
-    stages = {stage: compiled.asm[stage] for stage in STAGES[:-1]}
+    stages = {stage: compiled.asm[stage] for stage in STAGES[:-1] if stage in compiled.asm}  # Gluon has no TTIR
     sass, resources = _disassemble(compiled.asm["cubin"])
     if sass is not None:
         stages["sass"] = sass

@@ -30,6 +30,11 @@ saved log-sum-exp instead of storing them, in three kernels:
 Splitting ``dQ`` off costs two extra matmuls (recomputing ``S`` and ``dP``) but needs no atomic
 additions: every program writes only the rows it owns, so results do not depend on timing.
 
+On Hopper, the forward at ``D = 128`` runs :func:`attention_fwd_ws_kernel` instead, the same
+algorithm written in Gluon (Triton's lower-level dialect): one warp only loads key and value
+blocks into a ring of shared-memory buffers, and two warpgroups compute, each overlapping the
+scores of the next block on the Tensor Cores with the softmax of the current one.
+
 Grouped-query attention: ``k`` and ``v`` may have fewer heads than ``q`` (``H_q = G · H_kv``),
 query head ``h`` reading key/value head ``h // G``. Each dK/dV program then loops over the ``G``
 query heads of its group, so it sums their contributions itself, again without atomics.
@@ -42,10 +47,11 @@ kernel those zeros also make the sequence mask unnecessary: a query row past ``N
 ``dO = 0``, ``lse = delta = 0``, and its terms in ``dK`` and ``dV`` are exactly zero.
 
 Launch configurations come from small hand-written tables (:data:`FWD_CONFIGS`,
-:data:`FWD_TMA_CONFIGS`, :data:`BWD_DKDV_CONFIGS`, :data:`BWD_DQ_CONFIGS`,
-:data:`BWD_DKDV_TMA_CONFIGS`, :data:`BWD_DQ_TMA_CONFIGS`) keyed by head dim, causality and dtype; the
-kernels are not autotuned. In interpreter mode every launch uses small blocks
-(:data:`INTERPRETER_CONFIGS`), so that small test shapes still span several blocks.
+:data:`FWD_TMA_CONFIGS`, :data:`FWD_WS_CONFIGS`, :data:`BWD_DKDV_CONFIGS`, :data:`BWD_DQ_CONFIGS`,
+:data:`BWD_DKDV_TMA_CONFIGS`, :data:`BWD_DQ_TMA_CONFIGS`) keyed by head dim, causality and dtype;
+the kernels are not autotuned. In interpreter mode every launch uses small blocks
+(:data:`INTERPRETER_CONFIGS`), so that small test shapes still span several blocks; the
+interpreter does not run Gluon kernels, so there the warp-specialized forward never runs.
 """
 
 from __future__ import annotations
@@ -57,6 +63,11 @@ from typing import Literal
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import tma as gl_tma
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import runtime, validation
@@ -71,9 +82,11 @@ HEAD_DIMS = (16, 32, 64, 128, 256)
 # Hopper's float8 MMA takes the reduced dimension in steps of 32: Q Kᵀ over D needs D >= 32.
 FP8_MIN_HEAD_DIM = 32
 Direction = Literal["fwd", "bwd"]
-Kernel = Literal["fwd", "fwd_tma", "bwd_dkdv", "bwd_dkdv_tma", "bwd_dq", "bwd_dq_tma"]
-Method = Literal["auto", "pointers", "tma"]
-METHODS = ("auto", "pointers", "tma")
+Kernel = Literal["fwd", "fwd_tma", "fwd_ws", "bwd_dkdv", "bwd_dkdv_tma", "bwd_dq", "bwd_dq_tma"]
+Method = Literal["auto", "pointers", "tma", "warp_specialized"]
+METHODS = ("auto", "pointers", "tma")  # the backward's; the forward also has the warp-specialized kernel
+FWD_METHODS = (*METHODS, "warp_specialized")
+_GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
 LN2 = 0.6931471805599453  # ln(2): turns a base-2 logarithm into a natural one
@@ -264,6 +277,189 @@ def attention_fwd_kernel(
         tl.store(o_ptrs, acc.to(o_src.dtype.element_ty), mask=row_ok[:, None])
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453  # natural log-sum-exp of the scaled scores (ln 2 = 0.693...)
     tl.store(lse_ptr + zh.to(tl.int64) * N + rows, lse, mask=row_ok)
+
+
+# -- forward kernel, warp-specialized (Gluon, Hopper) ----------------------------------------------
+# The same forward as attention_fwd_kernel, written in Gluon, Triton's lower-level dialect, where the
+# program places work on its warps itself: shared-memory buffers, mbarriers, TMA copies and
+# asynchronous warpgroup MMAs (wgmma) are explicit. A program of 2 x BLOCK_M query rows runs three
+# partitions: one warp that only issues TMA copies of K and V blocks into a ring of NUM_STAGES
+# buffers, and two consumer warpgroups (4 warps each), each owning BLOCK_M of the rows. Both read
+# every key/value block from the shared ring, so a block is loaded once for 2 x BLOCK_M rows.
+#
+# Within a consumer, the scores of block j+1 are computed on the Tensor Cores while the softmax of
+# block j runs on the other units; then P_j V_j accumulates while the next softmax runs. Per step:
+# issue S_{j+1} = Q K_{j+1}ᵀ and O += P_j V_j (both asynchronous), wait for S_{j+1} only, take its
+# softmax, then wait for O. In attention_fwd_kernel every MMA's result is waited for before the
+# next instruction that could overlap it.
+#
+# Constexpr arguments do not cross into the partitions (they arrive as tensors), so the partitions
+# read block sizes from the shapes of the shared buffers they are given, and causality as a runtime 0/1.
+# Gluon's TMA copies were renamed after triton 3.6 (async_copy_global_to_shared -> async_load, ...).
+_tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_shared
+_tma_store = getattr(gl_tma, "async_store", None) or gl_tma.async_copy_shared_to_global
+
+
+@gluon.jit
+def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
+             z, h, h_kv, m0, n_blocks):
+    # The loader warp: both query blocks once, then keys and values block by block into the ring.
+    BLOCK_M: gl.constexpr = q_smem.shape[3]
+    BLOCK_N: gl.constexpr = k_smem.shape[3]
+    NUM_STAGES: gl.constexpr = k_smem.shape[0]
+    for i in gl.static_range(2):
+        mbarrier.expect(q_bars.index(i), q_desc.block_type.nbytes)
+        _tma_load(q_desc, [z, h, m0 + i * BLOCK_M, 0], q_bars.index(i), q_smem.index(i))
+    # Keys run one block ahead of values: a consumer is done with K_j once it has S_j, and with V_j
+    # only after P_j V_j, one step later. A slot is free when both consumers have arrived on its
+    # "empty" barrier; the first pass over the ring waits on nothing (parity 1 of a fresh barrier).
+    for j in range(n_blocks + 1):
+        if j < n_blocks:
+            slot = j % NUM_STAGES
+            mbarrier.wait(k_empty.index(slot), ((j // NUM_STAGES) & 1) ^ 1)
+            mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+            _tma_load(k_desc, [z, h_kv, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
+        if j > 0:
+            slot = (j - 1) % NUM_STAGES
+            mbarrier.wait(v_empty.index(slot), (((j - 1) // NUM_STAGES) & 1) ^ 1)
+            mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+            _tma_load(v_desc, [z, h_kv, (j - 1) * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+
+
+@gluon.jit
+def _ws_softmax(s, m_i, l_i, rows, start_n, N, qk_scale, causal, MASK: gl.constexpr):
+    # One block's step of the online softmax, as in _fwd_blocks. MASK hides keys past N and, when
+    # causal, right of each row; rows past N (zeros from the TMA) still see key 0, so no row is empty.
+    if MASK:
+        cols = start_n + gl.arange(0, s.shape[1], layout=gl.SliceLayout(0, s.type.layout))
+        keep = (cols < N)[None, :] & ((cols[None, :] <= rows[:, None]) | (causal == 0))
+        s = gl.where(keep, s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    alpha = gl.exp2(m_i - m_new)
+    l_i = l_i * alpha + gl.sum(p, 1)
+    return p, m_new, l_i, alpha
+
+
+@gluon.jit
+def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, o_desc, lse_ptr,
+                z, h, zh, m0, N, n_blocks, qk_scale, causal):
+    # A consumer warpgroup: rows [m0, m0 + BLOCK_M) of head h of batch z, against every key block.
+    BLOCK_M: gl.constexpr = q_smem.shape[2]
+    HEAD_DIM: gl.constexpr = q_smem.shape[3]
+    BLOCK_N: gl.constexpr = k_smem.shape[3]
+    NUM_STAGES: gl.constexpr = k_smem.shape[0]
+    dtype: gl.constexpr = q_smem.dtype
+    # wgmma's register layouts: 4 warps along the rows, instructions 16 rows tall and as wide as the
+    # block (16-bit inputs: 16 deep). P enters the second MMA from registers, in its operand layout.
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
+
+    rows = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    q = q_smem.reshape([BLOCK_M, HEAD_DIM])
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
+    no_scores = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)  # use_acc=False ignores it
+
+    # Block 0 alone: its scores, then its softmax. Masked whatever the block: where nothing is
+    # hidden the mask changes nothing, and the block may be the last one.
+    mbarrier.wait(q_bar, 0)
+    mbarrier.wait(k_ready.index(0), 0)
+    s = warpgroup_mma(q, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
+                      use_acc=False, is_async=True)
+    s = warpgroup_mma_wait(0, deps=(s,))
+    mbarrier.arrive(k_empty.index(0))
+    p, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, 0, N, qk_scale, causal, True)
+    p = gl.convert_layout(p.to(dtype), p_layout)
+    for j in range(1, n_blocks):
+        slot = j % NUM_STAGES
+        prev = (j - 1) % NUM_STAGES
+        mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
+        s = warpgroup_mma(q, k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
+                          use_acc=False, is_async=True)
+        mbarrier.wait(v_ready.index(prev), ((j - 1) // NUM_STAGES) & 1)
+        acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+        acc = warpgroup_mma(p, v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+        s = warpgroup_mma_wait(1, deps=(s,))  # MMAs finish in order: S_j is done, P_{j-1} V_{j-1} may not be
+        mbarrier.arrive(k_empty.index(slot))
+        if j == n_blocks - 1:  # the last block: partial, or on the causal diagonal
+            p_next, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, j * BLOCK_N, N, qk_scale, causal, True)
+        else:
+            p_next, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, j * BLOCK_N, N, qk_scale, causal, False)
+        # p's registers are the running MMA's operand: they stay untouched until it is waited for.
+        acc, p = warpgroup_mma_wait(0, deps=(acc, p))
+        mbarrier.arrive(v_empty.index(prev))
+        p = gl.convert_layout(p_next.to(dtype), p_layout)
+    last = (n_blocks - 1) % NUM_STAGES
+    mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // NUM_STAGES) & 1)
+    acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
+    acc = warpgroup_mma(p, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+    acc, p = warpgroup_mma_wait(0, deps=(acc, p))
+    mbarrier.arrive(v_empty.index(last))
+
+    # l_i >= 1 in every row, as in attention_fwd_kernel. The output goes out through the query's
+    # buffer, no longer read; the TMA store drops rows past N.
+    acc = acc / gl.convert_layout(l_i, o_rows)[:, None]
+    gl.store(lse_ptr + zh.to(gl.int64) * N + rows, (m_i + gl.log2(l_i)) * 0.6931471805599453, mask=rows < N)
+    q.store(acc.to(dtype))
+    fence_async_shared()
+    _tma_store(o_desc, [z, h, m0, 0], q_smem)
+    gl_tma.store_wait(0)
+
+
+@gluon.jit
+def attention_fwd_ws_kernel(
+    q_desc, k_desc, v_desc, o_desc, lse_ptr, H, N, GROUP, qk_scale,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+):
+    # Program (i, z * H + h): query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h of batch z, half
+    # of them per consumer warpgroup. q_desc ... o_desc are host-built descriptors of the whole 4-D
+    # tensors, in blocks of 1 x 1 x rows x D. The launch's 4 warps are the first consumer; the second
+    # consumer (4 warps) and the loader (1 warp) are extra warps, given CONSUMER_REGS and LOADER_REGS
+    # registers a thread.
+    pid = gl.program_id(0)
+    if IS_CAUSAL:  # longest programs first, as in attention_fwd_kernel
+        pid = gl.num_programs(0) - 1 - pid
+    zh = gl.program_id(1)
+    z = zh // H
+    h = zh % H
+    m0 = pid * BLOCK_M
+    n_blocks = gl.cdiv(N, BLOCK_N)
+    if IS_CAUSAL:  # up to the block that holds the program's last row
+        n_blocks = gl.minimum(n_blocks, gl.cdiv(m0 + BLOCK_M, BLOCK_N))
+    ROWS: gl.constexpr = BLOCK_M // 2
+
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [2] + q_desc.block_type.shape, q_desc.layout)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [NUM_STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(q_bars.index(i), count=1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)  # one arrival per consumer
+        mbarrier.init(v_empty.index(i), count=2)
+
+    causal = zh * 0 + IS_CAUSAL
+    gl.warp_specialize([
+        (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
+                       o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal)),
+        (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
+                       o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal)),
+        (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
+                    z, h, h // GROUP, m0, n_blocks)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
 # -- backward kernels ----------------------------------------------------------------------------
@@ -590,6 +786,20 @@ _DQ_TILES = {
 # the TMA one at 64 x 64 in 4 warps does not. Whole backward, first sweep (one run per case): D = 128,
 # 410 TFLOPS against the pointer kernels' 359 (causal 368 against 277); D = 64, 360 against 351 (causal
 # 332 against 267). The second sweep moved D = 64 to 32 x 64 key blocks (+3%, causal +5%).
+# The warp-specialized forward (Gluon): block_m is the program's query rows, half of them per consumer
+# warpgroup; num_warps is the launch's (the first consumer: the second consumer and the loader add
+# 4 + 1 warps); num_stages is the depth of the key/value ring. Only a program's last key block is
+# masked, so for causal attention the diagonal must fall in that one block: block_n a multiple of
+# block_m. Measured on an NVIDIA H200 (triton 3.6, float16, B·N = 16k tokens, H·D = 2048, one
+# interleaved run with the TMA kernel and cuDNN), TFLOPS ws / tma / cuDNN: N = 1024 465 / 414 / 549,
+# 4096 577 / 458 / 580, 16384 607 / 484 / 578; causal 1024 318 / 323 / 406, 4096 499 / 408 / 484,
+# 16384 603 / 446 / 512. Two stages matched three (within 2%). With one "empty" barrier per slot for
+# a key block and its value block together, a key block waited for its value block's matmul: at two
+# stages that ran at 327-398 TFLOPS (an earlier run), at three within 2% of the split barriers. At
+# D = 64 the kernel measured 0.80-0.99 x cuDNN and below the TMA kernel up to N = 4096: D = 64 keeps
+# the TMA kernel.
+_FWD_WS_TILES = {128: AttentionConfig(128, 128, 4, 2)}
+WS_REGISTERS = {"consumer": 240, "loader": 24}  # registers a thread, set by setmaxnreg per partition
 _DKDV_TMA_TILES = {
     64: AttentionConfig(32, 64, 4, 3),
     128: AttentionConfig(64, 64, 4, 2),
@@ -613,6 +823,7 @@ FWD_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_FWD_
 FWD_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = {
     (d, causal, dtype): cfg for (d, causal), cfg in _FWD_TMA_TILES.items() for dtype in SUPPORTED_DTYPES
 }
+FWD_WS_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_FWD_WS_TILES)
 BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DKDV_TILES)
 BWD_DQ_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DQ_TILES)
 BWD_DKDV_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DKDV_TMA_TILES)
@@ -627,7 +838,7 @@ INTERPRETER_CONFIGS: dict[Kernel, AttentionConfig] = {
     "bwd_dq": AttentionConfig(32, 16, 4, 1),
     "bwd_dq_tma": AttentionConfig(32, 16, 4, 1),
 }
-_TABLES = {"fwd": FWD_CONFIGS, "fwd_tma": FWD_TMA_CONFIGS, "bwd_dkdv": BWD_DKDV_CONFIGS,
+_TABLES = {"fwd": FWD_CONFIGS, "fwd_tma": FWD_TMA_CONFIGS, "fwd_ws": FWD_WS_CONFIGS, "bwd_dkdv": BWD_DKDV_CONFIGS,
            "bwd_dkdv_tma": BWD_DKDV_TMA_CONFIGS, "bwd_dq": BWD_DQ_CONFIGS, "bwd_dq_tma": BWD_DQ_TMA_CONFIGS}
 # delta's kernel streams O and dO once: blocks of this many elements of each, 8 warps (32 a thread).
 PREPROCESS_ELEMENTS, PREPROCESS_WARPS = 8192, 8
@@ -637,13 +848,15 @@ _MAX_PROGRAMS_AXIS_1 = 65535  # CUDA's limit on the grid's second dimension
 
 def attention_config(head_dim: int, causal: bool, dtype: torch.dtype, kernel: Kernel = "fwd") -> AttentionConfig:
     """The launch configuration of one attention kernel: ``"fwd"`` (the forward with pointer loads),
-    ``"fwd_tma"`` (the forward with tensor descriptors), ``"bwd_dkdv"`` or ``"bwd_dq"``.
+    ``"fwd_tma"`` (the forward with tensor descriptors), ``"fwd_ws"`` (the warp-specialized
+    forward), ``"bwd_dkdv"``, ``"bwd_dq"`` (and their ``_tma`` variants).
 
-    From ``INTERPRETER_CONFIGS`` in interpreter mode, else from the table of that kernel.
+    From ``INTERPRETER_CONFIGS`` in interpreter mode (which cannot run the warp-specialized
+    kernel: its entry is the GPU table's), else from the table of that kernel.
     """
     if kernel not in _TABLES:
         raise ValueError(f"kernel must be one of {', '.join(_TABLES)}; got {kernel!r}")
-    if runtime.is_interpreter():
+    if runtime.is_interpreter() and kernel in INTERPRETER_CONFIGS:
         return INTERPRETER_CONFIGS[kernel]
     key = (head_dim, bool(causal), dtype)
     if key not in _TABLES[kernel]:
@@ -740,12 +953,23 @@ def _tma_obstacle(**tensors: torch.Tensor) -> str | None:
     return None
 
 
-def _descriptor(t: torch.Tensor, rows: int):
-    """A host-side tensor descriptor of the whole 4-D tensor ``t``, in blocks of ``1 x 1 x rows x D``."""
+def _descriptor_strides(t: torch.Tensor) -> list[int]:
     # A dimension of size 1 is only ever read at index 0: any stride the descriptor accepts will do.
     unit = 16 // t.element_size()
-    strides = [s if n > 1 else unit for n, s in zip(t.shape[:3], t.stride()[:3], strict=True)] + [1]
-    return TensorDescriptor(t, list(t.shape), strides, [1, 1, rows, t.shape[3]])
+    return [s if n > 1 else unit for n, s in zip(t.shape[:3], t.stride()[:3], strict=True)] + [1]
+
+
+def _descriptor(t: torch.Tensor, rows: int):
+    """A host-side tensor descriptor of the whole 4-D tensor ``t``, in blocks of ``1 x 1 x rows x D``."""
+    return TensorDescriptor(t, list(t.shape), _descriptor_strides(t), [1, 1, rows, t.shape[3]])
+
+
+def _ws_descriptor(t: torch.Tensor, rows: int):
+    """As :func:`_descriptor`, for the Gluon kernel: Gluon's descriptor also names the shared-memory
+    layout of a block (the widest swizzle its rows allow), which the kernel allocates its buffers with."""
+    block = [1, 1, rows, t.shape[3]]
+    layout = gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[t.dtype])
+    return GluonTensorDescriptor(t, list(t.shape), _descriptor_strides(t), block, layout)
 
 
 def _resolve_method(method: str, measured: bool, **tensors: torch.Tensor) -> str:
@@ -761,9 +985,41 @@ def _resolve_method(method: str, measured: bool, **tensors: torch.Tensor) -> str
     return "tma" if measured and obstacle is None else "pointers"
 
 
-def _fwd_method(method: str, q, k, v, o, causal: bool) -> str:
-    """``"tma"`` or ``"pointers"`` for the forward kernel."""
-    return _resolve_method(method, (q.shape[3], causal, q.dtype) in FWD_TMA_CONFIGS, q=q, k=k, v=v, o=o)
+def _ws_obstacle(q, k, v, o, causal: bool) -> str | None:
+    """Why the warp-specialized forward cannot run on these tensors (or here), or None if it can."""
+    if runtime.is_interpreter():
+        return "Triton's interpreter does not run Gluon kernels"
+    capability = torch.cuda.get_device_capability(q.device)
+    if capability != (9, 0):
+        return f"it is written for Hopper's warpgroup MMA (sm_90); this GPU is sm_{capability[0]}{capability[1]}"
+    if (q.shape[3], causal, q.dtype) not in FWD_WS_CONFIGS:
+        dims = sorted({d for d, _, _ in FWD_WS_CONFIGS})
+        return f"it has configurations for float16 and bfloat16 at head dims {dims} only, not {q.dtype} at {q.shape[3]}"
+    return _tma_obstacle(q=q, k=k, v=v, o=o)
+
+
+def _tma_or_pointers(method: str, causal: bool, **tensors: torch.Tensor) -> str:
+    """``"tma"`` or ``"pointers"`` for the forward kernel with tl.dot (``method`` "auto", "tma" or "pointers")."""
+    q = tensors["q"]
+    return _resolve_method(method, (q.shape[3], causal, q.dtype) in FWD_TMA_CONFIGS, **tensors)
+
+
+def _fwd_method(method: str, q, k, v, o, causal: bool, pinned: str | None = None) -> str:
+    """``"warp_specialized"``, ``"tma"`` or ``"pointers"`` for the forward.
+
+    ``"auto"`` takes the warp-specialized kernel where it has a measured entry and can run, then
+    as :func:`_resolve_method`. ``pinned`` says what pins the launch (knobs, ``skip_masked_blocks``),
+    which only the other two kernels take.
+    """
+    if method in ("auto", "warp_specialized"):
+        obstacle = pinned or _ws_obstacle(q, k, v, o, causal)
+        if method == "warp_specialized":
+            if obstacle:
+                raise ValueError(f"method='warp_specialized' cannot run: {obstacle}")
+            return method
+        if obstacle is None:
+            return "warp_specialized"
+    return _tma_or_pointers(method, causal, q=q, k=k, v=v, o=o)
 
 
 def _bwd_method(method: str, q, k, v, do, dq, dk, dv, causal: bool) -> str:
@@ -804,7 +1060,22 @@ def _forward(
     lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     if o.numel() == 0:
         return o, lse
-    method = _fwd_method(method, q, k, v, o, causal)
+    pinned = [name for name, value in knobs.items() if value is not None]
+    reason = f"it takes no knobs ({', '.join(pinned)} given)" if pinned else None
+    if not skip_masked_blocks:
+        reason = "it always skips the causal blocks right of the diagonal (skip_masked_blocks=False given)"
+    method = _fwd_method(method, q, k, v, o, causal, reason)
+    if method == "warp_specialized":
+        cfg = attention_config(d, causal, q.dtype, "fwd_ws")
+        rows = cfg.block_m // 2  # each consumer warpgroup's
+        srcs = (_ws_descriptor(q, rows), _ws_descriptor(k, cfg.block_n), _ws_descriptor(v, cfg.block_n),
+                _ws_descriptor(o, rows))
+        attention_fwd_ws_kernel[(triton.cdiv(n, cfg.block_m), b * h)](
+            *srcs, lse, h, n, h // k.shape[1], sm_scale * LOG2E,
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
+            CONSUMER_REGS=WS_REGISTERS["consumer"], LOADER_REGS=WS_REGISTERS["loader"], num_warps=cfg.num_warps,
+        )
+        return o, lse
     cfg = _fwd_config(d, causal, q.dtype, knobs, method)
     if method == "tma":
         srcs = (_descriptor(q, cfg.block_m), _descriptor(k, cfg.block_n), _descriptor(v, cfg.block_n),
@@ -899,14 +1170,18 @@ def attention_fwd(
         block_m, block_n, num_warps, num_stages: pin the forward kernel's launch instead of taking
             ``attention_config``'s (any one given replaces that value only). ``block_m`` must
             be a multiple of ``block_n``.
-        method: how the kernel reads and writes blocks. ``"tma"``: through tensor descriptors
-            (Hopper's copy engine computes the addresses; needs a Hopper or newer GPU, ``D``
-            contiguous and the other strides multiples of 16 bytes). ``"pointers"``: through
-            tensors of addresses, for any strides and GPU. ``"auto"`` (default): ``"tma"`` where
-            it was measured faster (16-bit inputs, ``D`` = 64 or 128) and possible, else ``"pointers"``.
+        method: which kernel runs, and how it reads and writes blocks. ``"tma"``: through tensor
+            descriptors (Hopper's copy engine computes the addresses; needs a Hopper or newer GPU,
+            ``D`` contiguous and the other strides multiples of 16 bytes). ``"pointers"``: through
+            tensors of addresses, for any strides and GPU. ``"warp_specialized"``: the Gluon kernel
+            whose warps split loading and computing, through tensor descriptors; Hopper (sm_90)
+            only, 16-bit inputs with ``D = 128``, no knobs. ``"auto"`` (default): the first of
+            ``"warp_specialized"``, ``"tma"`` (16-bit inputs, ``D`` = 64 or 128) that was measured
+            faster and can run, else ``"pointers"``.
         skip_masked_blocks: causal attention skips the key blocks right of the diagonal (default).
             ``False`` visits every block and masks, which gives the same result for twice the work:
-            the lesson measures what deciding per block instead of per score is worth.
+            the lesson measures what deciding per block instead of per score is worth (not with
+            the warp-specialized kernel).
 
     Returns:
         ``(o, lse)``: ``o`` of ``q``'s shape (and dtype, for 16-bit inputs), and ``lse``, float32
@@ -920,8 +1195,8 @@ def attention_fwd(
     _, sm_scale = _check_qkv(q, k, v, causal, sm_scale, FWD_DTYPES)
     knobs = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
     _check_knobs(**knobs)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    if method not in FWD_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, FWD_METHODS))}; got {method!r}")
     if not isinstance(skip_masked_blocks, bool):
         raise TypeError(f"skip_masked_blocks must be a bool, got {type(skip_masked_blocks).__name__}")
     dtype = _out_dtype(q, out_dtype)
@@ -959,8 +1234,9 @@ def attention_bwd(
         o, lse: the forward's output and log-sum-exp (:func:`attention_fwd`).
         dq, dk, dv: optional contiguous tensors of ``q``'s, ``k``'s and ``v``'s shape and dtype to
             write the gradients into.
-        method: how both gradient kernels read and write blocks, as for :func:`attention_fwd`
-            (``"tma"`` also needs ``do`` and the gradients laid out as described there).
+        method: how both gradient kernels read and write blocks: ``"auto"``, ``"tma"`` or
+            ``"pointers"``, as for :func:`attention_fwd` (``"tma"`` also needs ``do`` and the
+            gradients laid out as described there; the backward has no warp-specialized kernel).
 
     Returns:
         ``(dq, dk, dv)`` in the shapes and dtype of ``q``, ``k`` and ``v``. With grouped-query

@@ -17,18 +17,21 @@ only and have no backward pass; use :func:`tritonperf.attention` for real work.
   dim so that nothing spills.
 * step 4, :func:`attention_tma`: blocks moved by tensor descriptors (TMA) instead of pointers,
   with their own measured table (``FWD_TMA_CONFIGS``) at head dims 64 and 128. This is what
-  :func:`tritonperf.attention` runs.
+  :func:`tritonperf.attention` runs at ``D = 64``, and at ``D = 128`` off Hopper.
 * beside step 4, :func:`attention_mask_every_block`: causal attention that visits every key
   block and masks the scores right of the diagonal, instead of skipping the blocks that hold
   only those: the same result for the work of full attention, which is what deciding per score
   rather than per block costs.
+* step 5, :func:`attention_warp_specialized`: the same algorithm written in Gluon, with one warp
+  loading blocks and two warpgroups computing, each overlapping the next block's scores with the
+  current block's softmax. Hopper only, ``D = 128``; what :func:`tritonperf.attention` runs there.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..kernels.attention import _check_qkv, attention_fwd
+from ..kernels.attention import _check_qkv, _tma_or_pointers, attention_fwd
 
 # Step 2's single launch configuration.
 STEP2_CONFIG = dict(block_m=64, block_n=64, num_warps=4, num_stages=2)
@@ -81,8 +84,9 @@ def attention_fused_tuned(
 def attention_tma(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
 ) -> torch.Tensor:
-    """Step 4: blocks moved by tensor descriptors where measured faster (the package's default)."""
-    return attention_fwd(q, k, v, causal, sm_scale)[0]
+    """Step 4: blocks moved by tensor descriptors where measured faster and possible, else by pointers."""
+    _check_qkv(q, k, v, causal, sm_scale)
+    return attention_fwd(q, k, v, causal, sm_scale, method=_tma_or_pointers("auto", causal, q=q, k=k, v=v))[0]
 
 
 def attention_mask_every_block(
@@ -92,4 +96,12 @@ def attention_mask_every_block(
     return attention_fwd(q, k, v, causal, sm_scale, skip_masked_blocks=False)[0]
 
 
-STEPS = [attention_naive, attention_fused_one_config, attention_fused_tuned, attention_tma, attention_mask_every_block]
+def attention_warp_specialized(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
+    """Step 5: the warp-specialized Gluon kernel (Hopper, 16-bit inputs, ``D = 128``; a ``ValueError`` elsewhere)."""
+    return attention_fwd(q, k, v, causal, sm_scale, method="warp_specialized")[0]
+
+
+STEPS = [attention_naive, attention_fused_one_config, attention_fused_tuned, attention_tma, attention_mask_every_block,
+         attention_warp_specialized]

@@ -12,8 +12,10 @@ Baselines: torch's ``scaled_dot_product_attention`` pinned to one backend each
 (``torch.flex``, with a causal block mask for causal attention). A backend that refuses a head
 dim, dtype or GPU is left out of those cases (``applies`` asks it once, on a small problem).
 The lesson's steps: ``step-1-naive`` (scores materialized: up to ``N = 4096``, where they take
-4 GiB), ``step-2-one-config`` and ``step-3-tuned`` (pointer loads); step 4 is what ``tritonperf`` runs, and
-``step-4-mask-every-block`` is step 4 computing and masking the causal blocks it would skip (causal shapes only).
+4 GiB), ``step-2-one-config`` and ``step-3-tuned`` (pointer loads), ``step-4-tma`` (tensor
+descriptors), and ``step-4-mask-every-block``, step 4 computing and masking the causal blocks it
+would skip (causal shapes only). Step 5, the warp-specialized kernel, is what ``tritonperf`` runs
+at ``D = 128`` on Hopper (step 4 elsewhere).
 
 The backward specs time the backward pass alone. Ours is called with the output and
 log-sum-exp of our forward; torch's variants differentiate a graph built beforehand, with
@@ -40,6 +42,7 @@ from ...ladders.attention import (
     attention_fused_tuned,
     attention_mask_every_block,
     attention_naive,
+    attention_tma,
 )
 from ...testing import random_tensor
 from ..specs import BenchSpec, Shape, compiled, graph_stream
@@ -242,6 +245,7 @@ def specs() -> list[BenchSpec]:
                 "step-1-naive": attention_naive,
                 "step-2-one-config": attention_fused_one_config,
                 "step-3-tuned": attention_fused_tuned,
+                "step-4-tma": attention_tma,
                 "step-4-mask-every-block": attention_mask_every_block,
             },
             applies=_applies("fwd"),
