@@ -15,6 +15,8 @@ Tensor Cores set its speed instead of the memory bus. You will learn:
   heads fit into the same kernel;
 * how **tensor descriptors** hand the loads and the store to the copy engine, and when the
   kernel keeps its pointers instead;
+* how **warp specialization**, written in Gluon, gives the loads to one warp and lets two
+  warpgroups overlap the softmax of one block with the matmuls of the next;
 * how the backward pass **recomputes** the probabilities instead of storing them, and why it
   is split into two kernels that need no atomic additions;
 * how the result compares with torch's attention backends, from measurements.
@@ -51,6 +53,8 @@ from tritonperf.kernels.attention import (
     BWD_DQ_TMA_CONFIGS,
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
+    FWD_WS_CONFIGS,
+    WS_REGISTERS,
     _descriptor,
     _dkdv_blocks,
     _fwd_blocks,
@@ -58,9 +62,13 @@ from tritonperf.kernels.attention import (
     _hide_keys,
     _load_tile,
     _tma_obstacle,
+    _ws_consume,
+    _ws_load,
+    _ws_obstacle,
     attention_bwd_dkdv_kernel,
     attention_config,
     attention_fwd_kernel,
+    attention_fwd_ws_kernel,
     attention_lse_reference,
 )
 from tritonperf.ladders.attention import (
@@ -70,6 +78,7 @@ from tritonperf.ladders.attention import (
     attention_mask_every_block,
     attention_naive,
     attention_tma,
+    attention_warp_specialized,
     naive_scores_bytes,
 )
 from tritonperf.testing import assert_close, random_tensor, relative_error
@@ -286,7 +295,7 @@ print(f"in this run attention_config gives {attention_config(D, False, torch.flo
 # The last line is what this run uses: the table's entry on a GPU; in the interpreter, small
 # blocks for every launch, so that short test sequences span several blocks. Step 3,
 # ``attention_fused_tuned``, is the kernel of step 2 launched with the table's entry for its head
-# dim. :func:`tritonperf.attention` goes one step further, in step 4 below.
+# dim. :func:`tritonperf.attention` goes further, in steps 4 and 5 below.
 #
 # Causal attention
 # ~~~~~~~~~~~~~~~~
@@ -366,10 +375,11 @@ print(inspect.getsource(_descriptor))
 # multiple of 16 bytes; each tensor starting at a 16-byte boundary. Descriptors also need launch
 # configurations of their own, and the package has them only where they were measured on an
 # H200 against step 3: for 16-bit inputs at the benchmark's head dims. ``method="auto"``, which
-# :func:`tritonperf.attention` uses, takes descriptors when that table has an entry for the head
-# dim, causality and dtype and the tensors meet the conditions; otherwise it runs the pointer
-# kernel of step 3. ``method="tma"`` insists, and raises a ``ValueError`` that names what stands
-# in the way; ``method="pointers"`` never uses descriptors. The rule:
+# :func:`tritonperf.attention` uses, first tries step 5's kernel (below); where that cannot run, it
+# takes descriptors when their table has an entry for the head dim, causality and dtype and the
+# tensors meet the conditions, and otherwise runs the pointer kernel of step 3. ``method="tma"``
+# insists, and raises a ``ValueError`` that names what stands in the way; ``method="pointers"``
+# never uses descriptors. The rule:
 
 print(inspect.getsource(_fwd_method))
 
@@ -469,6 +479,91 @@ print(f"float8 inputs: a {o8.dtype} output of shape {tuple(o8.shape)}")
 if ON_GPU:
     error = (o8.double() - tritonperf.attention_reference(q8, k8, v8)).abs().max().item()
     print(f"largest error {error:.3f}, against 2^-4 · max|v| = {2**-4 * v8.double().abs().max().item():.3f}")
+
+# %%
+# Step 5: warp specialization
+# ---------------------------
+# In step 4 every warp does every job in turn: it waits for the TMA to land a key block, issues
+# ``Q Kᵀ``, waits for it, computes the softmax, issues ``P V`` and waits again. Within one
+# program the :term:`Tensor Cores <Tensor Core>` idle during the softmax, and the units that
+# compute ``exp2``, maxima and sums idle during the matmuls (the end of this page shows that
+# order in step 4's compiled code). Triton 3.6 can split a loop among
+# :term:`specialized warps <warp specialization>` by itself (``warp_specialize=True`` on
+# ``tl.range``), but on Hopper only for simpler loops than this one: the key loop failed to compile
+# that way with 4 warps, and with 8 it compiled but ran no faster. Step 5,
+# ``attention_fwd_ws_kernel``, is the same algorithm written in Gluon, Triton's lower-level
+# dialect (``triton.experimental.gluon``), where the program allocates its shared memory and
+# barriers and says which warps do what.
+#
+# A program owns 128 query rows. Two consumer :term:`warpgroups <warpgroup>` of 4 warps take 64
+# rows each, and one extra warp only loads. The loader copies both query blocks once, then issues
+# TMA copies of key and value blocks of 128 rows into two rings of ``num_stages`` shared-memory
+# buffers, one for ``K`` and one for ``V``. Each slot has two mbarriers: "ready" completes when
+# its copy has landed, "empty" when both consumers have released the slot (it expects 2
+# arrivals). Keys run one block ahead of values, because a consumer is done with ``K_j`` once it
+# has the scores ``S_j``, but with ``V_j`` only after ``P_j V_j``, one step later. Both consumers
+# read every block from the same buffer, so a block is loaded once for 128 rows. The kernel and
+# the loader:
+
+print(inspect.getsource(attention_fwd_ws_kernel.fn))
+print(inspect.getsource(_ws_load.fn))
+
+# %%
+# The last two arguments of ``gl.warp_specialize`` give the extra partitions their warps and their
+# registers a thread. ``setmaxnreg`` at the start of each partition then moves registers from the
+# loader, which keeps only indices and barrier phases, to the consumers. A consumer thread holds
+# its share of the accumulator, of one block of scores, and of the previous block's
+# probabilities, which wait in registers for their matmul:
+
+cfg = FWD_WS_CONFIGS[(128, False, torch.float16)]
+rows, threads = cfg.block_m // 2, 128  # one consumer warpgroup's
+print(f"{cfg}; registers a thread: {WS_REGISTERS}")
+print(f"a consumer thread: {rows * 128 // threads} float32 of the accumulator, {rows * cfg.block_n // threads} float32 "
+      f"of scores, {rows * cfg.block_n // threads} 16-bit probabilities ({rows * cfg.block_n // threads // 2} registers)")
+
+# %%
+# Inside a consumer, each step of the loop overlaps two blocks. It issues ``S_{j+1} = Q K_{j+1}ᵀ``
+# and ``O += P_j V_j``, both asynchronous :term:`wgmma`. The matmuls of one warpgroup finish in
+# the order they were issued, so ``warpgroup_mma_wait(1, ...)``, which waits until at most one is
+# left, returns once ``S_{j+1}`` is ready while ``P_j V_j`` may still run. The softmax of
+# ``S_{j+1}`` runs during that matmul, and ``warpgroup_mma_wait(0, ...)`` then waits for ``O``.
+# ``P_j`` enters its matmul from registers, not from shared memory: those registers must stay
+# untouched until the matmul is waited for, which is why ``p`` is among the ``deps`` of that wait.
+# The first block's scores and the last block's ``P V`` have nothing to overlap with. Only the
+# last key block is masked; with 128 × 128 blocks the causal diagonal falls inside it.
+
+print(inspect.getsource(_ws_consume.fn))
+
+# %%
+# ``method="auto"`` takes step 5 on Hopper (``sm_90``) for float16 and bfloat16 at ``D = 128``,
+# the only head dim of ``FWD_WS_CONFIGS``. At ``D = 64`` it measured slower than step 4 up to
+# ``N = 4096``: a score there costs half the matmul work for the same softmax, so the softmax
+# dominates and there is less matmul time to hide it behind. ``D = 64`` keeps step 4. Pinned
+# knobs (``block_m`` and the others) or ``skip_masked_blocks=False`` also take step 4's kernel,
+# since step 5 accepts neither. Triton's interpreter does not run Gluon kernels, so without a
+# GPU this step is shown, not run:
+
+for dtype in DTYPES:
+    for causal in (False, True):
+        q, k, v = (random_tensor((B, H, N, 128), dtype, DEVICE) for _ in range(3))
+        obstacle = _ws_obstacle(q, k, v, q, causal)
+        if obstacle:
+            print(f"step 5, {dtype}, causal={causal}: not checked here, it needs a Hopper GPU: {obstacle}")
+            continue
+        assert_close(attention_warp_specialized(q, k, v, causal), tritonperf.attention_reference(q, k, v, causal), dtype)
+        _, lse = tritonperf.attention_fwd(q, k, v, causal, method="warp_specialized")
+        assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+        print(f"step 5, {B} x {H} x {N} x 128 {dtype}, causal={causal}: output and log-sum-exp match the reference")
+
+# %%
+# What it gains is measured with the other variants further down: the benchmark records step 4
+# (``step-4-tma``) beside the final kernel, and "What each step bought" prints step 5 against step
+# 4 and cuDNN at every length. In the recorded run on an H200, step 5 was 11-16% faster than step 4
+# without a mask, and with a causal mask from 1% slower at ``N = 1024`` to 32% faster at
+# ``N = 16384``. At ``N = 1024`` a program sees only 8 key blocks (fewer when causal), so its first
+# block and its last, which overlap nothing, weigh more than among the 128 blocks at ``N = 16384``;
+# cuDNN stays well ahead there. From ``N = 4096`` on, step 5 came within 5% of cuDNN without a mask
+# and passed it with one.
 
 # %%
 # The backward pass
@@ -572,7 +667,8 @@ for dtype in DTYPES:
 # ------------------------
 # Matching the reference within tolerance says little about how close a result is. Torch's own
 # ``scaled_dot_product_attention`` on the same half-precision inputs gives a yardstick: the
-# relative errors of every step and of torch, against the same float64 reference.
+# relative errors of every step (step 5 where it can run) and of torch, against the same float64
+# reference.
 
 q, k, v = qkv(torch.float16, kv_heads=H // 2)
 candidates = {
@@ -580,8 +676,11 @@ candidates = {
     "step 2": attention_fused_one_config,
     "step 3": attention_fused_tuned,
     "step 4": attention_tma,
-    "torch sdpa": lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True),
 }
+if all(_ws_obstacle(q, k, v, q, causal) is None for causal in (False, True)):
+    candidates["step 5"] = attention_warp_specialized
+candidates["torch sdpa"] = lambda q, k, v, causal: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                                  enable_gqa=True)
 for causal in (False, True):
     expected = tritonperf.attention_reference(q, k, v, causal)
     errors = "  ".join(f"{name} {relative_error(fn(q, k, v, causal), expected):.2e}" for name, fn in candidates.items())
@@ -590,12 +689,13 @@ for causal in (False, True):
 # %%
 # Measuring
 # ---------
-# Variants, all measured in one run: ``tritonperf`` (step 4 forward, and the backward kernels);
-# torch's ``scaled_dot_product_attention`` pinned to one backend each (``torch.sdpa-flash``,
+# Variants, all measured in one run: ``tritonperf`` (the forward of step 5 at ``D = 128`` on
+# Hopper and of step 4 elsewhere, and the backward kernels); torch's
+# ``scaled_dot_product_attention`` pinned to one backend each (``torch.sdpa-flash``,
 # ``torch.sdpa-efficient``, ``torch.sdpa-cudnn``); FlexAttention compiled by ``torch.compile``
-# (``torch.flex``); and steps 1, 2 and 3 (``step-1-naive``, ``step-2-one-config``,
-# ``step-3-tuned``). Step 1 stops at ``N = 4096``, where its scores already take gigabytes;
-# steps 2 and 3 have no backward pass of their own. The rate counts the matmuls only. The
+# (``torch.flex``); and steps 1 to 4 (``step-1-naive``, ``step-2-one-config``, ``step-3-tuned``,
+# ``step-4-tma``). Step 1 stops at ``N = 4096``, where its scores already take gigabytes; steps 2
+# to 4 have no backward pass of their own. The rate counts the matmuls only. The
 # dashed line is torch's matmul in the same dtype, measured in the same run: a rate the matmuls
 # alone could reach, while the softmax between them, not counted, takes time of its own.
 #
@@ -623,8 +723,10 @@ for doc, live in results:
 # What each step bought
 # ---------------------
 # One shape, ``N = 4096`` in float16, both head dims, causal and not: the rate of each step, the
-# final one being step 4 (``tritonperf``), each with its gain over the one before in parentheses,
-# and the fastest torch variant of the same run. The backward has steps 1 and final only.
+# final one being ``tritonperf`` (step 5 at ``D = 128`` on Hopper, step 4 elsewhere), each with
+# its gain over the one before in parentheses, and the fastest torch variant of the same run.
+# Step 4 has a column of its own only in runs that recorded ``step-4-tma``. The backward has
+# steps 1 and final only.
 
 
 def rates(doc, direction, head_dim, causal, n, dtype="float16"):
@@ -646,7 +748,7 @@ for doc, live in results:
                 best = max((v for v in cell if v.startswith("torch")), key=cell.get, default=None)
                 line, before = f"  {direction} D={d:3} {'causal' if causal else 'full  '}:", None
                 for variant, name in (("step-1-naive", "step 1"), ("step-2-one-config", "step 2"),
-                                      ("step-3-tuned", "step 3"), ("tritonperf", "final")):
+                                      ("step-3-tuned", "step 3"), ("step-4-tma", "step 4"), ("tritonperf", "final")):
                     if variant in cell:
                         gain = f" ({cell[variant] / before:.2f}x)" if before else ""
                         line += f"  {name} {cell[variant]:4.0f}{gain}"
@@ -657,8 +759,25 @@ for doc, live in results:
                 print(line)
 
 # %%
+# Step 5 against step 4 and the fastest torch variant at every length, ``D = 128`` in float16, in
+# runs that recorded ``step-4-tma`` (step 5 runs only on Hopper; elsewhere ``tritonperf`` is step 4):
+
+for doc, live in results:
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print("  causal      N   final  step 4   best torch          final / step 4   final / best torch")
+    for causal in (False, True):
+        for n in SEQ_LENS:
+            cell = rates(doc, "fwd", 128, causal, n)
+            best = max((v for v in cell if v.startswith("torch")), key=cell.get, default=None)
+            if "step-4-tma" in cell and "tritonperf" in cell and best:
+                final, step4 = cell["tritonperf"], cell["step-4-tma"]
+                print(f"  {causal!s:6}  {n:5}  {final:6.0f}  {step4:6.0f}   {best:17} {cell[best]:4.0f}"
+                      f"  {final / step4:12.2f}x  {final / cell[best]:17.2f}x")
+
+# %%
 # Descriptors against pointers at every length of the run: step 4's forward rate divided by step
-# 3's, in float16. Below 1.00, the descriptors lost.
+# 3's, in float16 (``step-4-tma``, or ``tritonperf`` in results recorded without it). Below 1.00,
+# the descriptors lost.
 
 for doc, live in results:
     print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
@@ -668,7 +787,7 @@ for doc, live in results:
             line = f"  {d:3}  {causal!s:6}"
             for n in SEQ_LENS:
                 cell = rates(doc, "fwd", d, causal, n)
-                pair = ("tritonperf", "step-3-tuned")
+                pair = ("step-4-tma" if "step-4-tma" in cell else "tritonperf", "step-3-tuned")
                 line += f"{cell[pair[0]] / cell[pair[1]]:8.2f}x" if all(v in cell for v in pair) else f"{'-':>9}"
             print(line)
 
@@ -698,29 +817,28 @@ for doc, live in results:
 # query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and the
 # ratio table shows where: their configurations were measured at ``N = 4096`` (the causal ones
 # also at other lengths), and a ratio below 1.00 marks a length or head dim where step 3 stays
-# faster. Which torch backends the final kernel passes, and how far it stays behind the fastest,
-# is in the last printout.
+# faster. At ``D = 128`` on Hopper the final forward is step 5; where a run recorded
+# ``step-4-tma``, the step table shows its gain over step 4. Which torch backends the final
+# kernel passes, and how far it stays behind the fastest, is in the last printout.
 #
 # Attention kernels written by hand for Hopper, FlashAttention-3 among them, overlap the matmuls
 # of one block with the softmax of another. Their loads go through the TMA, and their warps are
-# specialized: some only issue copies, the others only compute. This kernel has the first of
-# these in its forward pass, at ``D = 64`` and ``128``. It does not have the second: every warp
-# issues its copies, its matmuls and its softmax in turn, and Triton's
-# :term:`software pipelining` starts the copies of later key blocks while the current one is
-# computed. Triton can split a loop among specialized warps (``warp_specialize=True`` on
-# ``tl.range``), but with triton 3.6 on Hopper the key loop of this kernel failed to compile that
-# way with 4 warps, and with 8 it compiled but ran no faster. The backward pass
-# does more work than the rate counts: it recomputes the probabilities from the log-sum-exp,
-# and its dQ kernel recomputes the scores and ``dP`` once more, two extra matmuls per block.
+# specialized: some only issue copies, the others only compute. Step 4 has the first of these, at
+# ``D = 64`` and ``128``; step 5 has both, at ``D = 128``. In step 4 every warp issues its copies,
+# its matmuls and its softmax in turn, and Triton's :term:`software pipelining` starts the copies
+# of later key blocks while the current one is computed. The backward pass has neither
+# specialized warps nor this overlap, and does more work than the rate counts: it recomputes the
+# probabilities from the log-sum-exp, and its dQ kernel recomputes the scores and ``dP`` once
+# more, two extra matmuls per block.
 #
-# The compiled code shows the first of these limits. Hopper's matmul instruction (``wgmma``) is
+# The compiled code of step 4 shows what step 5 changes. Hopper's matmul instruction (``wgmma``) is
 # asynchronous: a warp group issues it, may go on with other work, and waits for the result
 # (``wgmma.wait_group``) before it reads the accumulator. Below, the forward's key loop for
 # ``D = 128`` (the descriptor table's entry, no masks), compiled for ``sm_90`` and read as the
 # order in which its instructions are issued: each ``Q Kᵀ`` is waited for before the softmax
 # starts (the ``ex2`` instructions), and the softmax ends before ``P V`` is issued. Inside one
 # program the Tensor Cores and the softmax take turns; only another program on the same SM can
-# fill the gaps.
+# fill the gaps. Step 5's consumers issue the next block's ``Q Kᵀ`` before the current softmax.
 
 cfg = FWD_TMA_CONFIGS[(128, False, torch.float16)]
 sig = {f"{t}_src": f"tensordesc<fp16[1,1,{cfg.block_m if t in 'qo' else cfg.block_n},128]>" for t in "qkvo"}
@@ -782,3 +900,6 @@ for doc, live in results:
 #   layouts and head dims the descriptors do not cover.
 # * Give each output block one owner, as the dK/dV and dQ kernels do, and the gradients need no
 #   atomics and come out the same on every run.
+# * Where the compiler will not overlap the matmuls with the softmax, Gluon lets the program
+#   assign the work: one warp loads, and each consumer warpgroup keeps an asynchronous matmul
+#   running while it computes a softmax. The gain is largest at long sequences.
