@@ -282,10 +282,10 @@ def attention_fwd_kernel(
 # -- forward kernel, warp-specialized (Gluon, Hopper) ----------------------------------------------
 # The same forward as attention_fwd_kernel, written in Gluon, Triton's lower-level dialect, where the
 # program places work on its warps itself: shared-memory buffers, mbarriers, TMA copies and
-# asynchronous warpgroup MMAs (wgmma) are explicit. A program of 2 x BLOCK_M query rows runs three
+# asynchronous warpgroup MMAs (wgmma) are explicit. A program of BLOCK_M query rows runs three
 # partitions: one warp that only issues TMA copies of K and V blocks into a ring of NUM_STAGES
-# buffers, and two consumer warpgroups (4 warps each), each owning BLOCK_M of the rows. Both read
-# every key/value block from the shared ring, so a block is loaded once for 2 x BLOCK_M rows.
+# buffers, and two consumer warpgroups (4 warps each), each owning BLOCK_M / 2 of the rows. Both
+# read every key/value block from the shared ring, so a block is loaded once for BLOCK_M rows.
 #
 # Within a consumer, the scores of block j+1 are computed on the Tensor Cores while the softmax of
 # block j runs on the other units; then P_j V_j accumulates while the next softmax runs. Per step:
@@ -303,13 +303,13 @@ _tma_store = getattr(gl_tma, "async_store", None) or gl_tma.async_copy_shared_to
 @gluon.jit
 def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
              z, h, h_kv, m0, n_blocks):
-    # The loader warp: both query blocks once, then keys and values block by block into the ring.
-    BLOCK_M: gl.constexpr = q_smem.shape[3]
+    # The loader warp: both consumers' query blocks once, then keys and values block by block into the ring.
+    ROWS: gl.constexpr = q_smem.shape[3]  # a consumer's
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     NUM_STAGES: gl.constexpr = k_smem.shape[0]
     for i in gl.static_range(2):
         mbarrier.expect(q_bars.index(i), q_desc.block_type.nbytes)
-        _tma_load(q_desc, [z, h, m0 + i * BLOCK_M, 0], q_bars.index(i), q_smem.index(i))
+        _tma_load(q_desc, [z, h, m0 + i * ROWS, 0], q_bars.index(i), q_smem.index(i))
     # Keys run one block ahead of values: a consumer is done with K_j once it has S_j, and with V_j
     # only after P_j V_j, one step later. A slot is free when both consumers have arrived on its
     # "empty" barrier; the first pass over the ring waits on nothing (parity 1 of a fresh barrier).
@@ -344,8 +344,8 @@ def _ws_softmax(s, m_i, l_i, rows, start_n, N, qk_scale, causal, MASK: gl.conste
 @gluon.jit
 def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, o_desc, lse_ptr,
                 z, h, zh, m0, N, n_blocks, qk_scale, causal):
-    # A consumer warpgroup: rows [m0, m0 + BLOCK_M) of head h of batch z, against every key block.
-    BLOCK_M: gl.constexpr = q_smem.shape[2]
+    # A consumer warpgroup: rows [m0, m0 + ROWS) of head h of batch z, against every key block.
+    ROWS: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     NUM_STAGES: gl.constexpr = k_smem.shape[0]
@@ -359,12 +359,12 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
 
-    rows = m0 + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
-    q = q_smem.reshape([BLOCK_M, HEAD_DIM])
-    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
-    l_i = gl.zeros([BLOCK_M], gl.float32, layout=gl.SliceLayout(1, s_layout))
-    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, layout=o_layout)
-    no_scores = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, layout=s_layout)  # use_acc=False ignores it
+    rows = m0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+    q = q_smem.reshape([ROWS, HEAD_DIM])
+    m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([ROWS], gl.float32, layout=gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    no_scores = gl.zeros([ROWS, BLOCK_N], gl.float32, layout=s_layout)  # use_acc=False ignores it
 
     # Block 0 alone: its scores, then its softmax. Masked whatever the block: where nothing is
     # hidden the mask changes nothing, and the block may be the last one.
