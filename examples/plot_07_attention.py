@@ -557,13 +557,13 @@ for dtype in DTYPES:
 
 # %%
 # What it gains is measured with the other variants further down: the benchmark records step 4
-# (``step-4-tma``) beside the final kernel, and "What each step bought" prints step 5 against step
-# 4 and cuDNN at every length. In the recorded run on an H200, step 5 was 11-16% faster than step 4
-# without a mask, and with a causal mask from 1% slower at ``N = 1024`` to 32% faster at
-# ``N = 16384``. At ``N = 1024`` a program sees only 8 key blocks (fewer when causal), so its first
-# block and its last, which overlap nothing, weigh more than among the 128 blocks at ``N = 16384``;
-# cuDNN stays well ahead there. From ``N = 4096`` on, step 5 came within 5% of cuDNN without a mask
-# and passed it with one.
+# (``step-4-tma``) beside the final kernel, and "What each step bought" prints step 5 against step 4
+# and cuDNN at every length. In the run recorded on an H200 on 2026-11-23 (triton 3.6.0, torch 2.11,
+# float16), step 5 was 11-16% faster than step 4 without a mask, and with a causal mask from 1%
+# slower at ``N = 1024`` to 32% faster at ``N = 16384``. At ``N = 1024`` a program sees only 8 key
+# blocks (fewer when causal), so its first block and its last, which overlap nothing, weigh more
+# than among the 128 blocks at ``N = 16384``; cuDNN stays well ahead there. From ``N = 4096`` on,
+# step 5 came within 5% of cuDNN without a mask and passed it with one.
 
 # %%
 # The backward pass

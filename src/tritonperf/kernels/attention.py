@@ -758,6 +758,20 @@ _FWD_TMA_TILES = {
     (128, False): AttentionConfig(128, 64, 4, 2),
     (128, True): AttentionConfig(64, 64, 4, 3),
 }
+# The warp-specialized forward (Gluon): block_m is the program's query rows, half of them per consumer
+# warpgroup; num_warps is the launch's (the first consumer: the second consumer and the loader add 4 +
+# 1 warps); num_stages is the depth of the key/value ring. Only a program's last key block is masked,
+# so for causal attention the diagonal must fall in that one block: block_n a multiple of block_m.
+# Measured on an NVIDIA H200 (triton 3.6, torch 2.11, 2026-11-23, float16, B·N = 16k tokens, H·D =
+# 2048, one interleaved run with the TMA kernel and cuDNN), TFLOPS ws / tma / cuDNN: N = 1024 465 /
+# 414 / 549, 4096 577 / 458 / 580, 16384 607 / 484 / 578; causal 1024 318 / 323 / 406, 4096 499 / 408
+# / 484, 16384 603 / 446 / 512. Two stages matched three (within 2%). With one "empty" barrier per
+# slot for a key block and its value block together, a key block waited for its value block's matmul:
+# at two stages that ran at 327-398 TFLOPS (an earlier run), at three within 2% of the split barriers.
+# At D = 64 the kernel measured 0.80-0.99 x cuDNN and below the TMA kernel up to N = 4096: D = 64
+# keeps the TMA kernel.
+_FWD_WS_TILES = {128: AttentionConfig(128, 128, 4, 2)}
+WS_REGISTERS = {"consumer": 240, "loader": 24}  # registers a thread, set by setmaxnreg per partition
 # Backward, dK/dV: a program owns block_n key rows and loops over block_m query rows; dQ: a program
 # owns block_m query rows and loops over block_n key rows. D = 64 and 128 measured on an NVIDIA H200
 # (triton 3.6, float16, N = 4096, one table swapped at a time, 24 dK/dV and 8 dQ shapes): at D = 128
@@ -786,20 +800,6 @@ _DQ_TILES = {
 # the TMA one at 64 x 64 in 4 warps does not. Whole backward, first sweep (one run per case): D = 128,
 # 410 TFLOPS against the pointer kernels' 359 (causal 368 against 277); D = 64, 360 against 351 (causal
 # 332 against 267). The second sweep moved D = 64 to 32 x 64 key blocks (+3%, causal +5%).
-# The warp-specialized forward (Gluon): block_m is the program's query rows, half of them per consumer
-# warpgroup; num_warps is the launch's (the first consumer: the second consumer and the loader add
-# 4 + 1 warps); num_stages is the depth of the key/value ring. Only a program's last key block is
-# masked, so for causal attention the diagonal must fall in that one block: block_n a multiple of
-# block_m. Measured on an NVIDIA H200 (triton 3.6, float16, B·N = 16k tokens, H·D = 2048, one
-# interleaved run with the TMA kernel and cuDNN), TFLOPS ws / tma / cuDNN: N = 1024 465 / 414 / 549,
-# 4096 577 / 458 / 580, 16384 607 / 484 / 578; causal 1024 318 / 323 / 406, 4096 499 / 408 / 484,
-# 16384 603 / 446 / 512. Two stages matched three (within 2%). With one "empty" barrier per slot for
-# a key block and its value block together, a key block waited for its value block's matmul: at two
-# stages that ran at 327-398 TFLOPS (an earlier run), at three within 2% of the split barriers. At
-# D = 64 the kernel measured 0.80-0.99 x cuDNN and below the TMA kernel up to N = 4096: D = 64 keeps
-# the TMA kernel.
-_FWD_WS_TILES = {128: AttentionConfig(128, 128, 4, 2)}
-WS_REGISTERS = {"consumer": 240, "loader": 24}  # registers a thread, set by setmaxnreg per partition
 _DKDV_TMA_TILES = {
     64: AttentionConfig(32, 64, 4, 3),
     128: AttentionConfig(64, 64, 4, 2),
