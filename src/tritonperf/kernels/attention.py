@@ -30,10 +30,12 @@ saved log-sum-exp instead of storing them, in three kernels:
 Splitting ``dQ`` off costs two extra matmuls (recomputing ``S`` and ``dP``) but needs no atomic
 additions: every program writes only the rows it owns, so results do not depend on timing.
 
-On Hopper, the forward at ``D = 128`` runs :func:`attention_fwd_ws_kernel` instead, the same
-algorithm written in Gluon (Triton's lower-level dialect): one warp only loads key and value
-blocks into a ring of shared-memory buffers, and two warpgroups compute, each overlapping the
-scores of the next block on the Tensor Cores with the softmax of the current one.
+On Hopper, the forward at ``D`` = 64 and 128 runs :func:`attention_fwd_ws_kernel` instead (at
+``D = 64`` from the lengths in :data:`WS_MIN_LENGTH`), the same algorithm written in Gluon
+(Triton's lower-level dialect): one warp only loads key and value blocks into a ring of
+shared-memory buffers, and two warpgroups (three at ``D = 64``) compute, each overlapping the
+scores of the next block on the Tensor Cores with the softmax of the current one, and taking
+turns with the others to issue its matmuls.
 
 Grouped-query attention: ``k`` and ``v`` may have fewer heads than ``q`` (``H_q = G · H_kv``),
 query head ``h`` reading key/value head ``h // G``. Each dK/dV program then loops over the ``G``
@@ -282,10 +284,10 @@ def attention_fwd_kernel(
 # -- forward kernel, warp-specialized (Gluon, Hopper) ----------------------------------------------
 # The same forward as attention_fwd_kernel, written in Gluon, Triton's lower-level dialect, where the
 # program places work on its warps itself: shared-memory buffers, mbarriers, TMA copies and
-# asynchronous warpgroup MMAs (wgmma) are explicit. A program of BLOCK_M query rows runs three
-# partitions: one warp that only issues TMA copies of K and V blocks into a ring of NUM_STAGES
-# buffers, and two consumer warpgroups (4 warps each), each owning BLOCK_M / 2 of the rows. Both
-# read every key/value block from the shared ring, so a block is loaded once for BLOCK_M rows.
+# asynchronous warpgroup MMAs (wgmma) are explicit. A program of BLOCK_M query rows runs one warp that
+# only issues TMA copies of K and V blocks into a ring of NUM_STAGES buffers, and BLOCK_M / 64
+# consumer warpgroups (4 warps each) of 64 rows: two at D = 128, three at D = 64. All of them read
+# every key/value block from the shared ring, so a block is loaded once for BLOCK_M rows.
 #
 # Within a consumer, the scores of block j+1 are computed on the Tensor Cores while the softmax of
 # block j runs on the other units; then P_j V_j accumulates while the next softmax runs. Per step:
@@ -293,25 +295,32 @@ def attention_fwd_kernel(
 # softmax, then wait for O. In attention_fwd_kernel every MMA's result is waited for before the
 # next instruction that could overlap it.
 #
+# Between consumers, a "ping-pong": they take turns to issue their matmuls, in a ring of mbarriers
+# (consumer c waits on turn[c], issues, then arrives on turn[c + 1]). The Tensor Cores then run one
+# consumer's matmuls while the others compute their softmax, instead of all of them asking for the
+# Tensor Cores at once and then all waiting on the exponentials.
+#
 # Constexpr arguments do not cross into the partitions (they arrive as tensors), so the partitions
 # read block sizes from the shapes of the shared buffers they are given, and causality as a runtime 0/1.
 # Gluon's TMA copies were renamed after triton 3.6 (async_copy_global_to_shared -> async_load, ...).
 _tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_shared
 _tma_store = getattr(gl_tma, "async_store", None) or gl_tma.async_copy_shared_to_global
+WS_ROWS = 64  # query rows per consumer warpgroup: one wgmma tile's height (4 warps x 16 rows)
 
 
 @gluon.jit
 def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
              z, h, h_kv, m0, n_blocks):
-    # The loader warp: both consumers' query blocks once, then keys and values block by block into the ring.
+    # The loader warp: every consumer's query block once, then keys and values block by block into the ring.
+    CONSUMERS: gl.constexpr = q_smem.shape[0]
     ROWS: gl.constexpr = q_smem.shape[3]  # a consumer's
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     NUM_STAGES: gl.constexpr = k_smem.shape[0]
-    for i in gl.static_range(2):
+    for i in gl.static_range(CONSUMERS):
         mbarrier.expect(q_bars.index(i), q_desc.block_type.nbytes)
         _tma_load(q_desc, [z, h, m0 + i * ROWS, 0], q_bars.index(i), q_smem.index(i))
     # Keys run one block ahead of values: a consumer is done with K_j once it has S_j, and with V_j
-    # only after P_j V_j, one step later. A slot is free when both consumers have arrived on its
+    # only after P_j V_j, one step later. A slot is free when every consumer has arrived on its
     # "empty" barrier; the first pass over the ring waits on nothing (parity 1 of a fresh barrier).
     for j in range(n_blocks + 1):
         if j < n_blocks:
@@ -342,9 +351,24 @@ def _ws_softmax(s, m_i, l_i, rows, start_n, N, qk_scale, causal, MASK: gl.conste
 
 
 @gluon.jit
-def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, o_desc, lse_ptr,
-                z, h, zh, m0, N, n_blocks, qk_scale, causal):
-    # A consumer warpgroup: rows [m0, m0 + ROWS) of head h of batch z, against every key block.
+def _ws_turn(turn, me, step):
+    # Wait until it is consumer `me`'s turn to issue its matmuls of the given step (every consumer
+    # takes the same steps: one per key block its program loads, and one more). Consumer 0 opens step
+    # 0 on a fresh barrier (parity 1 passes at once); every later turn is handed over by the
+    # previous consumer in the ring.
+    mbarrier.wait(turn.index(me), (step & 1) ^ (me == 0).to(gl.int32))
+
+
+@gluon.jit
+def _ws_pass(turn, me):
+    mbarrier.arrive(turn.index((me + 1) % turn.shape[0]))
+
+
+@gluon.jit
+def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr,
+                z, h, zh, m0, N, n_loaded, qk_scale, causal, me):
+    # A consumer warpgroup: rows [m0, m0 + ROWS) of head h of batch z, against the n_loaded key
+    # blocks its program loads; causal, it reads only the blocks up to its own last row.
     ROWS: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
     BLOCK_N: gl.constexpr = k_smem.shape[3]
@@ -359,6 +383,11 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
 
+    # BLOCK_N is a multiple of ROWS and m0 of ROWS, so the consumer's rows lie in one key block: causal,
+    # its diagonal is its last block, and every block before it is left of all its rows (unmasked).
+    n_blocks = n_loaded
+    if causal != 0:
+        n_blocks = gl.minimum(n_loaded, gl.cdiv(m0 + ROWS, BLOCK_N))
     rows = m0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     q = q_smem.reshape([ROWS, HEAD_DIM])
     m_i = gl.full([ROWS], float("-inf"), gl.float32, layout=gl.SliceLayout(1, s_layout))
@@ -370,8 +399,10 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
     # hidden the mask changes nothing, and the block may be the last one.
     mbarrier.wait(q_bar, 0)
     mbarrier.wait(k_ready.index(0), 0)
+    _ws_turn(turn, me, 0)
     s = warpgroup_mma(q, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
                       use_acc=False, is_async=True)
+    _ws_pass(turn, me)
     s = warpgroup_mma_wait(0, deps=(s,))
     mbarrier.arrive(k_empty.index(0))
     p, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, 0, N, qk_scale, causal, True)
@@ -380,11 +411,13 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
         slot = j % NUM_STAGES
         prev = (j - 1) % NUM_STAGES
         mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
+        _ws_turn(turn, me, j)
         s = warpgroup_mma(q, k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
                           use_acc=False, is_async=True)
         mbarrier.wait(v_ready.index(prev), ((j - 1) // NUM_STAGES) & 1)
         acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
         acc = warpgroup_mma(p, v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+        _ws_pass(turn, me)
         s = warpgroup_mma_wait(1, deps=(s,))  # MMAs finish in order: S_j is done, P_{j-1} V_{j-1} may not be
         mbarrier.arrive(k_empty.index(slot))
         if j == n_blocks - 1:  # the last block: partial, or on the causal diagonal
@@ -397,10 +430,22 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
         p = gl.convert_layout(p_next.to(dtype), p_layout)
     last = (n_blocks - 1) % NUM_STAGES
     mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // NUM_STAGES) & 1)
+    _ws_turn(turn, me, n_blocks)
     acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
     acc = warpgroup_mma(p, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
+    _ws_pass(turn, me)
     acc, p = warpgroup_mma_wait(0, deps=(acc, p))
     mbarrier.arrive(v_empty.index(last))
+    # The blocks the program loads for its later rows: released unread, in order (a slot's "ready"
+    # first, so that an arrival counts for this block's use of the slot), and the turns taken empty.
+    for j in range(n_blocks, n_loaded):
+        slot = j % NUM_STAGES
+        mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
+        mbarrier.arrive(k_empty.index(slot))
+        mbarrier.wait(v_ready.index(slot), (j // NUM_STAGES) & 1)
+        mbarrier.arrive(v_empty.index(slot))
+        _ws_turn(turn, me, j + 1)
+        _ws_pass(turn, me)
 
     # l_i >= 1 in every row, as in attention_fwd_kernel. The output goes out through the query's
     # buffer, no longer read; the TMA store drops rows past N.
@@ -418,11 +463,13 @@ def attention_fwd_ws_kernel(
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
 ):
-    # Program (i, z * H + h): query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h of batch z, half
+    # Program (i, z * H + h): query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h of batch z, ROWS
     # of them per consumer warpgroup. q_desc ... o_desc are host-built descriptors of the whole 4-D
-    # tensors, in blocks of 1 x 1 x rows x D. The launch's 4 warps are the first consumer; the second
-    # consumer (4 warps) and the loader (1 warp) are extra warps, given CONSUMER_REGS and LOADER_REGS
-    # registers a thread.
+    # tensors, in blocks of 1 x 1 x rows x D (ROWS rows for q and o). The launch's 4 warps are the first
+    # consumer; the other consumers (4 warps each) and the loader (1 warp) are extra warps, given
+    # CONSUMER_REGS and LOADER_REGS registers a thread.
+    ROWS: gl.constexpr = q_desc.block_type.shape[2]
+    CONSUMERS: gl.constexpr = BLOCK_M // ROWS
     pid = gl.program_id(0)
     if IS_CAUSAL:  # longest programs first, as in attention_fwd_kernel
         pid = gl.num_programs(0) - 1 - pid
@@ -433,33 +480,49 @@ def attention_fwd_ws_kernel(
     n_blocks = gl.cdiv(N, BLOCK_N)
     if IS_CAUSAL:  # up to the block that holds the program's last row
         n_blocks = gl.minimum(n_blocks, gl.cdiv(m0 + BLOCK_M, BLOCK_N))
-    ROWS: gl.constexpr = BLOCK_M // 2
 
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, [2] + q_desc.block_type.shape, q_desc.layout)
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [NUM_STAGES] + v_desc.block_type.shape, v_desc.layout)
-    q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    q_bars = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
+    for i in gl.static_range(CONSUMERS):
         mbarrier.init(q_bars.index(i), count=1)
+        mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)  # one arrival per consumer
-        mbarrier.init(v_empty.index(i), count=2)
+        mbarrier.init(k_empty.index(i), count=CONSUMERS)  # one arrival per consumer
+        mbarrier.init(v_empty.index(i), count=CONSUMERS)
 
     causal = zh * 0 + IS_CAUSAL
-    gl.warp_specialize([
-        (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
-                       o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal)),
-        (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
-                       o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal)),
-        (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
-                    z, h, h // GROUP, m0, n_blocks)),
-    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+    c0 = zh * 0  # the consumers' numbers c0, c0 + 1, ... as tensors
+    # The partition list is built when the kernel is traced, from literal entries: one list per
+    # number of consumers (CONSUMERS is 2 or 3, checked on the host).
+    if CONSUMERS == 2:
+        gl.warp_specialize([
+            (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
+                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0)),
+            (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
+                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1)),
+            (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
+                        z, h, h // GROUP, m0, n_blocks)),
+        ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+    else:
+        gl.warp_specialize([
+            (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
+                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0)),
+            (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
+                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1)),
+            (_ws_consume, (q_smem.index(2), k_smem, v_smem, q_bars.index(2), k_ready, v_ready, k_empty, v_empty,
+                           turn, o_desc, lse_ptr, z, h, zh, m0 + 2 * ROWS, N, n_blocks, qk_scale, causal, c0 + 2)),
+            (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
+                        z, h, h // GROUP, m0, n_blocks)),
+        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOADER_REGS])
 
 
 # -- backward kernels ----------------------------------------------------------------------------
@@ -758,20 +821,45 @@ _FWD_TMA_TILES = {
     (128, False): AttentionConfig(128, 64, 4, 2),
     (128, True): AttentionConfig(64, 64, 4, 3),
 }
-# The warp-specialized forward (Gluon): block_m is the program's query rows, half of them per consumer
-# warpgroup; num_warps is the launch's (the first consumer: the second consumer and the loader add 4 +
-# 1 warps); num_stages is the depth of the key/value ring. Only a program's last key block is masked,
-# so for causal attention the diagonal must fall in that one block: block_n a multiple of block_m.
-# Measured on an NVIDIA H200 (triton 3.6, torch 2.11, 2026-11-23, float16, B·N = 16k tokens, H·D =
-# 2048, one interleaved run with the TMA kernel and cuDNN), TFLOPS ws / tma / cuDNN: N = 1024 465 /
-# 414 / 549, 4096 577 / 458 / 580, 16384 607 / 484 / 578; causal 1024 318 / 323 / 406, 4096 499 / 408
-# / 484, 16384 603 / 446 / 512. Two stages matched three (within 2%). With one "empty" barrier per
-# slot for a key block and its value block together, a key block waited for its value block's matmul:
-# at two stages that ran at 327-398 TFLOPS (an earlier run), at three within 2% of the split barriers.
-# At D = 64 the kernel measured 0.80-0.99 x cuDNN and below the TMA kernel up to N = 4096: D = 64
-# keeps the TMA kernel.
-_FWD_WS_TILES = {128: AttentionConfig(128, 128, 4, 2)}
-WS_REGISTERS = {"consumer": 240, "loader": 24}  # registers a thread, set by setmaxnreg per partition
+# The warp-specialized forward (Gluon): block_m is the program's query rows, WS_ROWS (64) per consumer
+# warpgroup; num_warps is the launch's (the first consumer: the other consumers and the loader add 4
+# warps each and 1 warp); num_stages is the depth of the key/value ring. block_n is a multiple of 64, so
+# a consumer's rows fall in one key block (its causal diagonal). Measured on an NVIDIA H200 (triton 3.6,
+# torch 2.11, float16, B·N = 16k tokens, H·D = 2048, one interleaved run with the TMA kernel and cuDNN).
+# D = 128, two consumers (2026-11-23), TFLOPS ws / tma / cuDNN: N = 1024 465 / 414 / 549, 4096 577 /
+# 458 / 580, 16384 607 / 484 / 578; causal 1024 318 / 323 / 406, 4096 499 / 408 / 484, 16384 603 / 446
+# / 512. Two stages matched three (within 2%). With one "empty" barrier per slot for a key block and
+# its value block together, a key block waited for its value block's matmul: at two stages that ran at
+# 327-398 TFLOPS (an earlier run), at three within 2% of the split barriers.
+# D = 64 (2026-11-23): two consumers without turns ran at 0.80-0.99 x cuDNN, below the TMA kernel up
+# to N = 4096. Three consumers (192 rows) with turns and causal consumers skipping the blocks right of
+# their rows, ws / tma / cuDNN: N = 4096 458 / 405 / 446, 8192 491 / 412 / 449, 16384 502 / 417 / 452;
+# causal 4096 370 / 367 / 405, 8192 434 / 386 / 420, 16384 470 / 392 / 425. Over two runs, turns added 0
+# to +9% to three consumers (causal 0 to +5%), the skipping 0 to +1.4%. At D = 128 turns moved the
+# two consumers by -2% to +6% over two runs, with no trend; the kernel has one schedule for both.
+_FWD_WS_TILES = {
+    64: AttentionConfig(192, 128, 4, 2),
+    128: AttentionConfig(128, 128, 4, 2),
+}
+# The shortest sequence at which "auto" takes the warp-specialized forward; 0 where none is given.
+# At D = 64 short sequences run faster in the TMA kernel (same runs, H200, float16, ratio to cuDNN
+# ws / tma): N = 1024 0.82 / 0.87, causal 1024 0.47 / 0.91, 2048 0.66 / 0.91, 4096 0.85 / 0.91 in one
+# run and 0.91 / 0.91 in another; from 2048 (full) and 8192 (causal) the warp-specialized kernel leads.
+WS_MIN_LENGTH = {(64, False): 2048, (64, True): 8192}
+WS_LOADER_REGISTERS = 24
+
+
+def ws_registers(consumers: int) -> dict[str, int]:
+    """Registers a thread that setmaxnreg gives each partition of the warp-specialized forward.
+
+    A multiprocessor has 64K registers, shared out by warpgroup: the loader's one warp holds a whole
+    warpgroup's share (24 registers a thread, the least setmaxnreg allows), and the consumers split
+    the rest, rounded down to a multiple of 8: 240 for two consumers, 160 for three.
+    """
+    consumer = (65536 - 128 * WS_LOADER_REGISTERS) // (128 * consumers) // 8 * 8
+    return {"consumer": min(consumer, 256), "loader": WS_LOADER_REGISTERS}
+
+
 # Backward, dK/dV: a program owns block_n key rows and loops over block_m query rows; dQ: a program
 # owns block_m query rows and loops over block_n key rows. D = 64 and 128 measured on an NVIDIA H200
 # (triton 3.6, float16, N = 4096, one table swapped at a time, 24 dK/dV and 8 dQ shapes): at D = 128
@@ -1007,9 +1095,9 @@ def _tma_or_pointers(method: str, causal: bool, **tensors: torch.Tensor) -> str:
 def _fwd_method(method: str, q, k, v, o, causal: bool, pinned: str | None = None) -> str:
     """``"warp_specialized"``, ``"tma"`` or ``"pointers"`` for the forward.
 
-    ``"auto"`` takes the warp-specialized kernel where it has a measured entry and can run, then
-    as :func:`_resolve_method`. ``pinned`` says what pins the launch (knobs, ``skip_masked_blocks``),
-    which only the other two kernels take.
+    ``"auto"`` takes the warp-specialized kernel where it has a measured entry, can run, and the
+    sequence is at least :data:`WS_MIN_LENGTH` long; then as :func:`_resolve_method`. ``pinned``
+    says what pins the launch (knobs, ``skip_masked_blocks``), which only the other two kernels take.
     """
     if method in ("auto", "warp_specialized"):
         obstacle = pinned or _ws_obstacle(q, k, v, o, causal)
@@ -1017,7 +1105,7 @@ def _fwd_method(method: str, q, k, v, o, causal: bool, pinned: str | None = None
             if obstacle:
                 raise ValueError(f"method='warp_specialized' cannot run: {obstacle}")
             return method
-        if obstacle is None:
+        if obstacle is None and q.shape[2] >= WS_MIN_LENGTH.get((q.shape[3], causal), 0):
             return "warp_specialized"
     return _tma_or_pointers(method, causal, q=q, k=k, v=v, o=o)
 
@@ -1067,13 +1155,13 @@ def _forward(
     method = _fwd_method(method, q, k, v, o, causal, reason)
     if method == "warp_specialized":
         cfg = attention_config(d, causal, q.dtype, "fwd_ws")
-        rows = cfg.block_m // 2  # each consumer warpgroup's
-        srcs = (_ws_descriptor(q, rows), _ws_descriptor(k, cfg.block_n), _ws_descriptor(v, cfg.block_n),
-                _ws_descriptor(o, rows))
+        srcs = (_ws_descriptor(q, WS_ROWS), _ws_descriptor(k, cfg.block_n), _ws_descriptor(v, cfg.block_n),
+                _ws_descriptor(o, WS_ROWS))
+        regs = ws_registers(cfg.block_m // WS_ROWS)
         attention_fwd_ws_kernel[(triton.cdiv(n, cfg.block_m), b * h)](
             *srcs, lse, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
-            CONSUMER_REGS=WS_REGISTERS["consumer"], LOADER_REGS=WS_REGISTERS["loader"], num_warps=cfg.num_warps,
+            CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"], num_warps=cfg.num_warps,
         )
         return o, lse
     cfg = _fwd_config(d, causal, q.dtype, knobs, method)
@@ -1175,9 +1263,9 @@ def attention_fwd(
             ``D`` contiguous and the other strides multiples of 16 bytes). ``"pointers"``: through
             tensors of addresses, for any strides and GPU. ``"warp_specialized"``: the Gluon kernel
             whose warps split loading and computing, through tensor descriptors; Hopper (sm_90)
-            only, 16-bit inputs with ``D = 128``, no knobs. ``"auto"`` (default): the first of
-            ``"warp_specialized"``, ``"tma"`` (16-bit inputs, ``D`` = 64 or 128) that was measured
-            faster and can run, else ``"pointers"``.
+            only, 16-bit inputs with ``D`` = 64 or 128, no knobs. ``"auto"`` (default): the first of
+            ``"warp_specialized"`` (from the lengths in :data:`WS_MIN_LENGTH`), ``"tma"`` (16-bit
+            inputs, ``D`` = 64 or 128) that was measured faster and can run, else ``"pointers"``.
         skip_masked_blocks: causal attention skips the key blocks right of the diagonal (default).
             ``False`` visits every block and masks, which gives the same result for twice the work:
             the lesson measures what deciding per block instead of per score is worth (not with
