@@ -54,7 +54,8 @@ from tritonperf.kernels.attention import (
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
     FWD_WS_CONFIGS,
-    WS_REGISTERS,
+    WS_MIN_LENGTH,
+    WS_ROWS,
     _descriptor,
     _dkdv_blocks,
     _fwd_blocks,
@@ -65,11 +66,14 @@ from tritonperf.kernels.attention import (
     _ws_consume,
     _ws_load,
     _ws_obstacle,
+    _ws_pass,
+    _ws_turn,
     attention_bwd_dkdv_kernel,
     attention_config,
     attention_fwd_kernel,
     attention_fwd_ws_kernel,
     attention_lse_reference,
+    ws_registers,
 )
 from tritonperf.ladders.attention import (
     STEP2_CONFIG,
@@ -375,11 +379,12 @@ print(inspect.getsource(_descriptor))
 # multiple of 16 bytes; each tensor starting at a 16-byte boundary. Descriptors also need launch
 # configurations of their own, and the package has them only where they were measured on an
 # H200 against step 3: for 16-bit inputs at the benchmark's head dims. ``method="auto"``, which
-# :func:`tritonperf.attention` uses, first tries step 5's kernel (below); where that cannot run, it
-# takes descriptors when their table has an entry for the head dim, causality and dtype and the
-# tensors meet the conditions, and otherwise runs the pointer kernel of step 3. ``method="tma"``
-# insists, and raises a ``ValueError`` that names what stands in the way; ``method="pointers"``
-# never uses descriptors. The rule:
+# :func:`tritonperf.attention` uses, first tries step 5's kernel (below); where that cannot run,
+# or at ``D = 64`` the sequence is shorter than ``WS_MIN_LENGTH`` gives, it takes descriptors
+# when their table has an entry for the head dim, causality and dtype and the tensors meet the
+# conditions, and otherwise runs the pointer kernel of step 3. ``method="tma"`` insists, and
+# raises a ``ValueError`` that names what stands in the way; ``method="pointers"`` never uses
+# descriptors. The rule:
 
 print(inspect.getsource(_fwd_method))
 
@@ -495,15 +500,16 @@ if ON_GPU:
 # dialect (``triton.experimental.gluon``), where the program allocates its shared memory and
 # barriers and says which warps do what.
 #
-# A program owns 128 query rows. Two consumer :term:`warpgroups <warpgroup>` of 4 warps take 64
-# rows each, and one extra warp only loads. The loader copies both query blocks once, then issues
-# TMA copies of key and value blocks of 128 rows into two rings of ``num_stages`` shared-memory
-# buffers, one for ``K`` and one for ``V``. Each slot has two mbarriers: "ready" completes when
-# its copy has landed, "empty" when both consumers have released the slot (it expects 2
-# arrivals). Keys run one block ahead of values, because a consumer is done with ``K_j`` once it
-# has the scores ``S_j``, but with ``V_j`` only after ``P_j V_j``, one step later. Both consumers
-# read every block from the same buffer, so a block is loaded once for 128 rows. The kernel and
-# the loader:
+# A program owns ``block_m`` query rows, split among consumer :term:`warpgroups <warpgroup>` of
+# 4 warps and ``WS_ROWS`` = 64 rows each, the height of one wgmma tile; one extra warp only loads.
+# At ``D = 128`` a program has two consumers (128 rows), at ``D = 64`` three (192 rows). The loader
+# copies every consumer's query block once, then issues TMA copies of key and value blocks of 128
+# rows into two rings of ``num_stages`` shared-memory buffers, one for ``K`` and one for ``V``. Each
+# slot has two mbarriers: "ready" completes when its copy has landed, "empty" when every consumer
+# has released the slot (it expects one arrival per consumer, 2 or 3). Keys run one block ahead of
+# values, because a consumer is done with ``K_j`` once it has the scores ``S_j``, but with ``V_j``
+# only after ``P_j V_j``, one step later. The consumers share the ring, so a block is loaded once
+# for the program's 128 or 192 rows. The kernel and the loader:
 
 print(inspect.getsource(attention_fwd_ws_kernel.fn))
 print(inspect.getsource(_ws_load.fn))
@@ -511,15 +517,23 @@ print(inspect.getsource(_ws_load.fn))
 # %%
 # The last two arguments of ``gl.warp_specialize`` give the extra partitions their warps and their
 # registers a thread. ``setmaxnreg`` at the start of each partition then moves registers from the
-# loader, which keeps only indices and barrier phases, to the consumers. A consumer thread holds
-# its share of the accumulator, of one block of scores, and of the previous block's
-# probabilities, which wait in registers for their matmul:
+# loader, which keeps only indices and barrier phases, to the consumers. ``ws_registers`` derives
+# the shares from the register file: 64K registers a multiprocessor, shared out by warpgroup. The
+# loader's one warp still holds a whole warpgroup's share, 24 registers a thread (the least
+# ``setmaxnreg`` allows), and the consumers split the rest, rounded down to a multiple of 8. A
+# consumer thread, one of 128 for 64 rows, holds its share of the accumulator, of one block of
+# scores, and of the previous block's probabilities, which wait in registers for their matmul:
 
-cfg = FWD_WS_CONFIGS[(128, False, torch.float16)]
-rows, threads = cfg.block_m // 2, 128  # one consumer warpgroup's
-print(f"{cfg}; registers a thread: {WS_REGISTERS}")
-print(f"a consumer thread: {rows * 128 // threads} float32 of the accumulator, {rows * cfg.block_n // threads} float32 "
-      f"of scores, {rows * cfg.block_n // threads} 16-bit probabilities ({rows * cfg.block_n // threads // 2} registers)")
+threads = 128  # one consumer warpgroup's
+for d in (128, 64):
+    cfg = FWD_WS_CONFIGS[(d, False, torch.float16)]
+    consumers = cfg.block_m // WS_ROWS
+    regs = ws_registers(consumers)
+    used = threads * (consumers * regs["consumer"] + regs["loader"])
+    scores = WS_ROWS * cfg.block_n // threads
+    print(f"D = {d}: {cfg}, {consumers} consumers; registers a thread: {regs} ({used} of 65536 in use)")
+    print(f"  a consumer thread: {WS_ROWS * d // threads} float32 of the accumulator, {scores} float32 of scores, "
+          f"{scores} 16-bit probabilities ({scores // 2} registers)")
 
 # %%
 # Inside a consumer, each step of the loop overlaps two blocks. It issues ``S_{j+1} = Q K_{j+1}ᵀ``
@@ -529,41 +543,72 @@ print(f"a consumer thread: {rows * 128 // threads} float32 of the accumulator, {
 # ``S_{j+1}`` runs during that matmul, and ``warpgroup_mma_wait(0, ...)`` then waits for ``O``.
 # ``P_j`` enters its matmul from registers, not from shared memory: those registers must stay
 # untouched until the matmul is waited for, which is why ``p`` is among the ``deps`` of that wait.
-# The first block's scores and the last block's ``P V`` have nothing to overlap with. Only the
-# last key block is masked; with 128 × 128 blocks the causal diagonal falls inside it.
+# The first block's scores and the last block's ``P V`` have nothing to overlap with.
+#
+# A consumer's 64 rows lie inside one key block of 128, so with a causal mask its diagonal falls in
+# a single block, and every block before that one lies left of all its rows. A causal consumer
+# reads only the blocks up to its own last row. Every consumer masks only its first block
+# (computed before the loop, whatever it holds) and its last, where the sequence ends or the
+# diagonal falls. A causal program loads the blocks up to its own last row; at ``D = 64``, where
+# programs of 192 rows do not line up with key blocks of 128, that can hand a causal consumer a
+# block right of all its rows. It waits for each such block to land and releases it unread,
+# arriving on its "empty" barriers in order, so that the loader and the other consumers go on as
+# before.
 
 print(inspect.getsource(_ws_consume.fn))
 
 # %%
-# ``method="auto"`` takes step 5 on Hopper (``sm_90``) for float16 and bfloat16 at ``D = 128``,
-# the only head dim of ``FWD_WS_CONFIGS``. At ``D = 64`` it measured slower than step 4 up to
-# ``N = 4096``: a score there costs half the matmul work for the same softmax, so the softmax
-# dominates and there is less matmul time to hide it behind. ``D = 64`` keeps step 4. Pinned
-# knobs (``block_m`` and the others) or ``skip_masked_blocks=False`` also take step 4's kernel,
-# since step 5 accepts neither. Triton's interpreter does not run Gluon kernels, so without a
-# GPU this step is shown, not run:
+# Between consumers, the matmuls take turns ("ping-pong"). Each consumer issues its matmuls at the
+# same points of its loop; left alone, they can all ask for the Tensor Cores at once, then all
+# compute their softmax while the Tensor Cores idle. A ring of mbarriers, ``turn``, one per
+# consumer, sets an order: consumer ``c`` waits on ``turn[c]``, issues its wgmmas and arrives on
+# ``turn[c + 1]``, the last one on ``turn[0]``. The Tensor Cores then run one consumer's matmuls
+# while the others compute their softmax. Every consumer takes one turn per key block its program
+# loads and one more for the last ``P V``; a causal consumer passes its turns for the blocks it
+# releases unread, so the ring stays in step. The turns matter most at ``D = 64``: a score there
+# costs half the matmul work of ``D = 128`` for the same softmax, so the softmax takes a larger
+# share of each step; with three consumers, two can compute theirs while the third's matmuls run.
 
-for dtype in DTYPES:
-    for causal in (False, True):
-        q, k, v = (random_tensor((B, H, N, 128), dtype, DEVICE) for _ in range(3))
-        obstacle = _ws_obstacle(q, k, v, q, causal)
-        if obstacle:
-            print(f"step 5, {dtype}, causal={causal}: not checked here, it needs a Hopper GPU: {obstacle}")
-            continue
-        assert_close(attention_warp_specialized(q, k, v, causal), tritonperf.attention_reference(q, k, v, causal), dtype)
-        _, lse = tritonperf.attention_fwd(q, k, v, causal, method="warp_specialized")
-        assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
-        print(f"step 5, {B} x {H} x {N} x 128 {dtype}, causal={causal}: output and log-sum-exp match the reference")
+print(inspect.getsource(_ws_turn.fn))
+print(inspect.getsource(_ws_pass.fn))
+
+# %%
+# ``method="auto"`` takes step 5 on Hopper (``sm_90``) for float16 and bfloat16, at both head dims
+# of ``FWD_WS_CONFIGS``: at ``D = 128`` for every length, at ``D = 64`` from the lengths in
+# ``WS_MIN_LENGTH`` on. Below those, step 4 measured faster on an H200 (the numbers are in the
+# comments above ``WS_MIN_LENGTH``), so shorter sequences at ``D = 64`` keep step 4. Pinned knobs
+# (``block_m`` and the others) or ``skip_masked_blocks=False`` also take step 4's kernel, since
+# step 5 accepts neither. Triton's interpreter does not run Gluon kernels, so without a GPU this
+# step is shown, not run. The check below calls step 5 directly (``method="warp_specialized"``,
+# which takes any length), at both head dims:
+
+for (d, causal), shortest in sorted(WS_MIN_LENGTH.items()):
+    print(f"auto, D = {d}, causal={causal}: step 5 from N = {shortest}")
+for d in (64, 128):
+    for dtype in DTYPES:
+        for causal in (False, True):
+            q, k, v = (random_tensor((B, H, N, d), dtype, DEVICE) for _ in range(3))
+            obstacle = _ws_obstacle(q, k, v, q, causal)
+            if obstacle:
+                print(f"step 5, D = {d}, {dtype}, causal={causal}: not checked here, it needs a Hopper GPU: {obstacle}")
+                continue
+            assert_close(attention_warp_specialized(q, k, v, causal), tritonperf.attention_reference(q, k, v, causal), dtype)
+            _, lse = tritonperf.attention_fwd(q, k, v, causal, method="warp_specialized")
+            assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+            print(f"step 5, {B} x {H} x {N} x {d} {dtype}, causal={causal}: output and log-sum-exp match the reference")
 
 # %%
 # What it gains is measured with the other variants further down: the benchmark records step 4
 # (``step-4-tma``) beside the final kernel, and "What each step bought" prints step 5 against step 4
 # and cuDNN at every length. In the run recorded on an H200 on 2026-11-23 (triton 3.6.0, torch 2.11,
-# float16), step 5 was 11-16% faster than step 4 without a mask, and with a causal mask from 1%
-# slower at ``N = 1024`` to 32% faster at ``N = 16384``. At ``N = 1024`` a program sees only 8 key
-# blocks (fewer when causal), so its first block and its last, which overlap nothing, weigh more
-# than among the 128 blocks at ``N = 16384``; cuDNN stays well ahead there. From ``N = 4096`` on,
-# step 5 came within 5% of cuDNN without a mask and passed it with one.
+# float16), step 5 at ``D = 128`` was 15-22% faster than step 4 without a mask, and with a causal
+# mask from 1% faster at ``N = 1024`` to 32% faster at ``N = 16384``. At ``D = 64`` it was 8% faster
+# at ``N = 2048`` and 17-18% from 8192 on (causal: 14% and 21% at 8192 and 16384). At ``N = 1024`` a
+# program sees only 8 key blocks (fewer when causal), so its first block and its last, which overlap
+# nothing, weigh more than among the 128 blocks at ``N = 16384``; cuDNN stays well ahead there. From
+# ``N = 4096`` on, the final forward ran at 0.89 to 1.12 times cuDNN, the fastest torch variant;
+# below 1.0 were ``D = 128`` without a mask at 8192 and 16384 (0.99 both) and ``D = 64`` with a
+# mask at 4096 (0.89), where step 4 still runs.
 
 # %%
 # The backward pass
@@ -689,8 +734,9 @@ for causal in (False, True):
 # %%
 # Measuring
 # ---------
-# Variants, all measured in one run: ``tritonperf`` (the forward of step 5 at ``D = 128`` on
-# Hopper and of step 4 elsewhere, and the backward kernels); torch's
+# Variants, all measured in one run: ``tritonperf`` (the forward that ``method="auto"`` picks: step
+# 5 on Hopper, except for short sequences at ``D = 64``, and step 4 elsewhere; and the backward
+# kernels); torch's
 # ``scaled_dot_product_attention`` pinned to one backend each (``torch.sdpa-flash``,
 # ``torch.sdpa-efficient``, ``torch.sdpa-cudnn``); FlexAttention compiled by ``torch.compile``
 # (``torch.flex``); and steps 1 to 4 (``step-1-naive``, ``step-2-one-config``, ``step-3-tuned``,
@@ -723,8 +769,9 @@ for doc, live in results:
 # What each step bought
 # ---------------------
 # One shape, ``N = 4096`` in float16, both head dims, causal and not: the rate of each step, the
-# final one being ``tritonperf`` (step 5 at ``D = 128`` on Hopper, step 4 elsewhere), each with
-# its gain over the one before in parentheses, and the fastest torch variant of the same run.
+# final one being ``tritonperf`` (step 5 on Hopper, except at ``D = 64`` below the lengths of
+# ``WS_MIN_LENGTH``; step 4 elsewhere), each with its gain over the one before in parentheses,
+# and the fastest torch variant of the same run.
 # Step 4 has a column of its own only in runs that recorded ``step-4-tma``. The backward has
 # steps 1 and final only.
 
@@ -759,20 +806,22 @@ for doc, live in results:
                 print(line)
 
 # %%
-# Step 5 against step 4 and the fastest torch variant at every length, ``D = 128`` in float16, in
-# runs that recorded ``step-4-tma`` (step 5 runs only on Hopper; elsewhere ``tritonperf`` is step 4):
+# The final forward against step 4 and the fastest torch variant at every length, both head dims in
+# float16, in runs that recorded ``step-4-tma`` (the final forward is step 5 only on Hopper, and at
+# ``D = 64`` only from the lengths of ``WS_MIN_LENGTH``; elsewhere it is step 4):
 
 for doc, live in results:
     print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
-    print("  causal      N   final  step 4   best torch          final / step 4   final / best torch")
-    for causal in (False, True):
-        for n in SEQ_LENS:
-            cell = rates(doc, "fwd", 128, causal, n)
-            best = max((v for v in cell if v.startswith("torch")), key=cell.get, default=None)
-            if "step-4-tma" in cell and "tritonperf" in cell and best:
-                final, step4 = cell["tritonperf"], cell["step-4-tma"]
-                print(f"  {causal!s:6}  {n:5}  {final:6.0f}  {step4:6.0f}   {best:17} {cell[best]:4.0f}"
-                      f"  {final / step4:12.2f}x  {final / cell[best]:17.2f}x")
+    print("    D  causal      N   final  step 4   best torch          final / step 4   final / best torch")
+    for d in HEAD_DIMS:
+        for causal in (False, True):
+            for n in SEQ_LENS:
+                cell = rates(doc, "fwd", d, causal, n)
+                best = max((v for v in cell if v.startswith("torch")), key=cell.get, default=None)
+                if "step-4-tma" in cell and "tritonperf" in cell and best:
+                    final, step4 = cell["tritonperf"], cell["step-4-tma"]
+                    print(f"  {d:3}  {causal!s:6}  {n:5}  {final:6.0f}  {step4:6.0f}   {best:17} {cell[best]:4.0f}"
+                          f"  {final / step4:12.2f}x  {final / cell[best]:17.2f}x")
 
 # %%
 # Descriptors against pointers at every length of the run: step 4's forward rate divided by step
@@ -817,16 +866,17 @@ for doc, live in results:
 # query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and the
 # ratio table shows where: their configurations were measured at ``N = 4096`` (the causal ones
 # also at other lengths), and a ratio below 1.00 marks a length or head dim where step 3 stays
-# faster. At ``D = 128`` on Hopper the final forward is step 5; where a run recorded
-# ``step-4-tma``, the step table shows its gain over step 4. Which torch backends the final
+# faster. On Hopper the final forward is step 5 (at ``D = 64`` from the lengths of
+# ``WS_MIN_LENGTH``); where a run recorded ``step-4-tma``, the step table shows its gain over
+# step 4. Which torch backends the final
 # kernel passes, and how far it stays behind the fastest, is in the last printout.
 #
 # Attention kernels written by hand for Hopper, FlashAttention-3 among them, overlap the matmuls
 # of one block with the softmax of another. Their loads go through the TMA, and their warps are
 # specialized: some only issue copies, the others only compute. Step 4 has the first of these, at
-# ``D = 64`` and ``128``; step 5 has both, at ``D = 128``. In step 4 every warp issues its copies,
-# its matmuls and its softmax in turn, and Triton's :term:`software pipelining` starts the copies
-# of later key blocks while the current one is computed. The backward pass has neither
+# ``D = 64`` and ``128``; step 5 has both, at the same head dims. In step 4 every warp issues its
+# copies, its matmuls and its softmax in turn, and Triton's :term:`software pipelining` starts the
+# copies of later key blocks while the current one is computed. The backward pass has neither
 # specialized warps nor this overlap, and does more work than the rate counts: it recomputes the
 # probabilities from the log-sum-exp, and its dQ kernel recomputes the scores and ``dP`` once
 # more, two extra matmuls per block.
@@ -838,7 +888,8 @@ for doc, live in results:
 # order in which its instructions are issued: each ``Q Kᵀ`` is waited for before the softmax
 # starts (the ``ex2`` instructions), and the softmax ends before ``P V`` is issued. Inside one
 # program the Tensor Cores and the softmax take turns; only another program on the same SM can
-# fill the gaps. Step 5's consumers issue the next block's ``Q Kᵀ`` before the current softmax.
+# fill the gaps. Step 5's consumers issue the next block's ``Q Kᵀ`` before the current softmax, and
+# take turns at the Tensor Cores, so that one consumer's matmuls run during the others' softmax.
 
 cfg = FWD_TMA_CONFIGS[(128, False, torch.float16)]
 sig = {f"{t}_src": f"tensordesc<fp16[1,1,{cfg.block_m if t in 'qo' else cfg.block_n},128]>" for t in "qkvo"}
@@ -901,5 +952,6 @@ for doc, live in results:
 # * Give each output block one owner, as the dK/dV and dQ kernels do, and the gradients need no
 #   atomics and come out the same on every run.
 # * Where the compiler will not overlap the matmuls with the softmax, Gluon lets the program
-#   assign the work: one warp loads, and each consumer warpgroup keeps an asynchronous matmul
-#   running while it computes a softmax. The gain is largest at long sequences.
+#   assign the work: one warp loads, each consumer warpgroup keeps an asynchronous matmul running
+#   while it computes a softmax, and the consumers take turns at the Tensor Cores. The gain is
+#   largest at long sequences.
