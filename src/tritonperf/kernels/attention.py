@@ -1264,7 +1264,7 @@ def attention_fwd(
             tensors of addresses, for any strides and GPU. ``"warp_specialized"``: the Gluon kernel
             whose warps split loading and computing, through tensor descriptors; Hopper (sm_90)
             only, 16-bit inputs with ``D`` = 64 or 128, no knobs. ``"auto"`` (default): the first of
-            ``"warp_specialized"`` (from the lengths in :data:`WS_MIN_LENGTH`), ``"tma"`` (16-bit
+            ``"warp_specialized"`` (from the lengths in ``WS_MIN_LENGTH``), ``"tma"`` (16-bit
             inputs, ``D`` = 64 or 128) that was measured faster and can run, else ``"pointers"``.
         skip_masked_blocks: causal attention skips the key blocks right of the diagonal (default).
             ``False`` visits every block and masks, which gives the same result for twice the work:
