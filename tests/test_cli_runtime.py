@@ -21,6 +21,17 @@ def test_mode_matches_the_hardware():
     assert runtime.pick(gpu="big", cpu="small") == ("big" if ON_GPU else "small")
 
 
+def test_sm_count():
+    # A CPU device, and every device in interpreter mode, gets the small stand-in that persistent
+    # grids assume; a GPU gets its own count.
+    assert runtime.sm_count(torch.device("cpu")) == runtime.INTERPRETER_SMS == 4
+    if ON_GPU:
+        props = torch.cuda.get_device_properties(0)
+        assert runtime.sm_count(torch.device("cuda", 0)) == props.multi_processor_count > runtime.INTERPRETER_SMS
+    else:
+        assert runtime.sm_count(None) == runtime.INTERPRETER_SMS
+
+
 def test_no_gpu_means_interpreter_in_a_fresh_process():
     code = "import os, tritonperf; print(tritonperf.runtime.MODE, os.environ.get('TRITON_INTERPRET'))"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"CUDA_VISIBLE_DEVICES": ""}

@@ -16,6 +16,7 @@ when ``triton`` was imported first. The import warns when that order is wrong.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -60,6 +61,19 @@ def is_interpreter() -> bool:
 def has_gpu() -> bool:
     """True when a CUDA GPU is visible to torch (whatever the mode)."""
     return torch.cuda.is_available()
+
+
+# Interpreter mode has no GPU to ask: a few "SMs" are enough to exercise persistent grids.
+INTERPRETER_SMS = 4
+
+
+@functools.cache  # asked on every launch of a persistent kernel, and fixed per device
+def sm_count(device: torch.device | str | None = None) -> int:
+    """The streaming multiprocessors of a CUDA device (the current one by default), or
+    :data:`INTERPRETER_SMS` in interpreter mode and for a CPU device."""
+    if MODE != "gpu" or (device is not None and torch.device(device).type != "cuda"):
+        return INTERPRETER_SMS
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def default_device() -> torch.device:

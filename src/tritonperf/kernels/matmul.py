@@ -355,7 +355,6 @@ _TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descript
 # H200 run of commit 3515e24 it reached 106, 131 and 137 TFLOPS at 1024³, 2048³ and 4096³ against
 # the TMA kernel's 69, 83 and 86.
 AUTO_TILES_MAX_WORK = 2048**3
-_INTERPRETER_SMS = 4  # what the persistent grid assumes in interpreter mode
 _INT32_LIMIT = 2**31 - 1
 _MAX_BATCH = 65535  # CUDA's limit on the grid's second dimension
 
@@ -604,11 +603,6 @@ def _ensure_allocator() -> None:
     triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
 
 
-@functools.cache
-def _sm_count(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def _max_offset(batch: int, rows: int, cols: int, strides: tuple[int, int, int]) -> int:
     """Largest element offset any lane can compute, tiles padded to the largest block included."""
     pad = lambda n: cdiv(n, 512) * 512  # noqa: E731
@@ -801,7 +795,7 @@ def matmul(
             warp_specialize = False
         if runtime.MODE == "gpu":
             _ensure_allocator()
-        sms = _INTERPRETER_SMS if runtime.is_interpreter() else _sm_count(device)
+        sms = runtime.sm_count(device)
 
         def grid(meta):  # a persistent grid: at most one program per SM
             return (min(sms, batch * cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"])),)

@@ -30,7 +30,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .. import validation
+from .. import runtime, validation
 from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 from ._rows import aligned, row_align
 
@@ -662,8 +662,6 @@ TILED_BWD_WAVES = 2
 # made it a sizeable share of the backward at 4096 columns.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS = 16, 256, 4
 SUM_MIN_BLOCK_C = 32
-# Interpreter mode has no GPU to ask: a few "SMs" are enough to exercise the persistent loops.
-INTERPRETER_SMS = 4
 
 
 @dataclass(frozen=True)
@@ -691,14 +689,6 @@ class NormConfig:
     num_stages: int = 1
     tiled: bool = False
     reload: bool = False
-
-
-@functools.cache
-def _sm_count(device: torch.device) -> int:
-    """SM count of a CUDA device; a small stand-in in interpreter mode."""
-    if device.type != "cuda":
-        return INTERPRETER_SMS
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _power_of_two(name: str, value: int) -> None:
@@ -775,7 +765,7 @@ def norm_config(
         block_n = whole_row if whole_row <= table[-1][0] or long_float32 else tiled_default[0]
         if streamed is not None:
             block_n = streamed[0]
-    sms = _sm_count(torch.device(device))
+    sms = runtime.sm_count(device)
     if block_n >= N:  # whole rows in registers
         default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, table[-1][2]))
         if direction == "fwd" and itemsize == 4:
@@ -957,7 +947,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
             NUM_STAGES=cfg.num_stages, ALIGN=consts["ALIGN"], num_warps=cfg.num_warps,
         )
     if sums:
-        sms = _sm_count(x.device)
+        sms = runtime.sm_count(x.device)
         block_c = max(SUM_MIN_BLOCK_C, min(SUM_BLOCK_C, next_power_of_2(cdiv(n * len(sums), 2 * sms))))
         grid = (cdiv(n, block_c), len(sums))
         sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=block_c, ALIGN=row_align(n),

@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .. import validation
+from .. import runtime, validation
 from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 from ._rows import aligned, row_align
 
@@ -486,9 +486,8 @@ class SoftmaxPlan:
 def _device_limits(device: torch.device) -> tuple[int, int]:
     """(SM count, L2 bytes) of a CUDA device; fixed small numbers for the interpreter's CPU."""
     if device.type != "cuda":
-        return 4, 4 << 20
-    props = torch.cuda.get_device_properties(device)
-    return props.multi_processor_count, props.L2_cache_size
+        return runtime.sm_count(device), 4 << 20
+    return runtime.sm_count(device), torch.cuda.get_device_properties(device).L2_cache_size
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:

@@ -12,7 +12,6 @@ copied exactly, NaN payloads and signed zeros included.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -171,7 +170,6 @@ AUTO_TMA_SIZES: frozenset[int] = frozenset()
 
 _INT32_LIMIT = 2**31 - 1
 _MAX_PROGRAMS = 2**31 - 1  # CUDA's limit on the first grid dimension
-_INTERPRETER_SMS = 4  # what a persistent grid assumes in interpreter mode
 _MAX_TILE_ELEMENTS = 1 << 16  # a tile lives in one program's registers; an SM has 64K 32-bit registers
 _TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descriptor tile
 
@@ -184,13 +182,6 @@ def _bits_dtype(x: torch.Tensor) -> torch.dtype:
             "supported: any non-quantized dtype of 1, 2, 4 or 8 bytes per element"
         )
     return BITS_DTYPES[size]
-
-
-@functools.cache  # asked on every default launch (MIN_TILES_PER_SM), and fixed per device
-def _sm_count(device: torch.device) -> int:
-    if runtime.MODE != "gpu":
-        return _INTERPRETER_SMS
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _batched(x: torch.Tensor) -> torch.Tensor:
@@ -371,7 +362,7 @@ def transpose(
     else:
         table = TILE_CONFIGS if _rows_aligned(xb, yb) else TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
     group = group_m or DEFAULT_GROUP_M
-    min_tiles = MIN_TILES_PER_SM * _sm_count(x.device) if method == "tiles" else 0
+    min_tiles = MIN_TILES_PER_SM * runtime.sm_count(x.device) if method == "tiles" else 0
     bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps, batch, min_tiles)
     if bm * bn > _MAX_TILE_ELEMENTS:
         raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
@@ -382,7 +373,7 @@ def transpose(
     if n_tiles > _MAX_PROGRAMS:
         raise ValueError(f"{n_tiles} tiles exceed the grid's limit of 2**31 - 1; use larger blocks")
     persistent = programs_per_sm is not None
-    grid = (min(n_tiles, _sm_count(x.device) * programs_per_sm) if persistent else n_tiles,)
+    grid = (min(n_tiles, runtime.sm_count(x.device) * programs_per_sm) if persistent else n_tiles,)
     options = {"num_warps": nw} | ({"num_stages": num_stages} if num_stages else {})
 
     if method == "tma":
