@@ -70,7 +70,7 @@ INTERPRETER_SMS = 4
 @functools.cache  # asked on every launch of a persistent kernel, and fixed per device
 def sm_count(device: torch.device | str | None = None) -> int:
     """The streaming multiprocessors of a CUDA device (the current one by default), or
-    :data:`INTERPRETER_SMS` in interpreter mode and for a CPU device."""
+    ``INTERPRETER_SMS`` (4) in interpreter mode and for a CPU device."""
     if MODE != "gpu" or (device is not None and torch.device(device).type != "cuda"):
         return INTERPRETER_SMS
     return torch.cuda.get_device_properties(device).multi_processor_count
