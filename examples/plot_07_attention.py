@@ -603,7 +603,8 @@ for d in (64, 128):
 # and cuDNN at every length. In the run recorded on an H200 on 2026-11-23 (triton 3.6.0, torch 2.11,
 # float16), step 5 at ``D = 128`` was 15-22% faster than step 4 without a mask, and with a causal
 # mask from 1% faster at ``N = 1024`` to 32% faster at ``N = 16384``. At ``D = 64`` it was 8% faster
-# at ``N = 2048`` and 17-18% from 8192 on (causal: 14% and 21% at 8192 and 16384). At ``N = 1024`` a
+# at ``N = 2048``, 11% at 4096 and 17-18% from 8192 on (causal: 14% and 21% at 8192 and 16384; the
+# shorter causal lengths run step 4). At ``N = 1024`` a
 # program sees only 8 key blocks (fewer when causal), so its first block and its last, which overlap
 # nothing, weigh more than among the 128 blocks at ``N = 16384``; cuDNN stays well ahead there. From
 # ``N = 4096`` on, the final forward ran at 0.89 to 1.12 times cuDNN, the fastest torch variant;
