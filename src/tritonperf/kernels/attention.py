@@ -502,7 +502,7 @@ def attention_fwd_ws_kernel(
     causal = zh * 0 + IS_CAUSAL
     c0 = zh * 0  # the consumers' numbers c0, c0 + 1, ... as tensors
     # The partition list is built when the kernel is traced, from literal entries: one list per
-    # number of consumers (CONSUMERS is 2 or 3, checked on the host).
+    # number of consumers (CONSUMERS is 2 or 3: the table holds no other, and a test checks it).
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,

@@ -17,14 +17,17 @@ only and have no backward pass; use :func:`tritonperf.attention` for real work.
   dim so that nothing spills.
 * step 4, :func:`attention_tma`: blocks moved by tensor descriptors (TMA) instead of pointers,
   with their own measured table (``FWD_TMA_CONFIGS``) at head dims 64 and 128. This is what
-  :func:`tritonperf.attention` runs at ``D = 64``, and at ``D = 128`` off Hopper.
+  :func:`tritonperf.attention` runs off Hopper, and on Hopper at ``D = 64`` for sequences shorter
+  than ``WS_MIN_LENGTH`` gives.
 * beside step 4, :func:`attention_mask_every_block`: causal attention that visits every key
   block and masks the scores right of the diagonal, instead of skipping the blocks that hold
   only those: the same result for the work of full attention, which is what deciding per score
   rather than per block costs.
 * step 5, :func:`attention_warp_specialized`: the same algorithm written in Gluon, with one warp
-  loading blocks and two warpgroups computing, each overlapping the next block's scores with the
-  current block's softmax. Hopper only, ``D = 128``; what :func:`tritonperf.attention` runs there.
+  loading blocks and two warpgroups computing (three at ``D = 64``), each overlapping the next
+  block's scores with the current block's softmax, taking turns at the Tensor Cores. Hopper only,
+  ``D`` = 64 and 128; what :func:`tritonperf.attention` runs there (at ``D = 64`` from the lengths
+  of ``WS_MIN_LENGTH``).
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ def attention_mask_every_block(
 def attention_warp_specialized(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, sm_scale: float | None = None
 ) -> torch.Tensor:
-    """Step 5: the warp-specialized Gluon kernel (Hopper, 16-bit inputs, ``D = 128``; a ``ValueError`` elsewhere)."""
+    """Step 5: the warp-specialized Gluon kernel (Hopper, 16-bit inputs, ``D`` = 64 or 128; a ``ValueError`` elsewhere)."""
     return attention_fwd(q, k, v, causal, sm_scale, method="warp_specialized")[0]
 
 

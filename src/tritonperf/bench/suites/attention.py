@@ -15,7 +15,7 @@ The lesson's steps: ``step-1-naive`` (scores materialized: up to ``N = 4096``, w
 4 GiB), ``step-2-one-config`` and ``step-3-tuned`` (pointer loads), ``step-4-tma`` (tensor
 descriptors), and ``step-4-mask-every-block``, step 4 computing and masking the causal blocks it
 would skip (causal shapes only). Step 5, the warp-specialized kernel, is what ``tritonperf`` runs
-at ``D = 128`` on Hopper (step 4 elsewhere).
+on Hopper (at ``D = 64`` from the lengths of ``WS_MIN_LENGTH``; step 4 elsewhere).
 
 The backward specs time the backward pass alone. Ours is called with the output and
 log-sum-exp of our forward; torch's variants differentiate a graph built beforehand, with
