@@ -30,6 +30,7 @@ from tritonperf.kernels.attention import (
     BWD_DKDV_TMA_CONFIGS,
     BWD_DQ_CONFIGS,
     BWD_DQ_TMA_CONFIGS,
+    BWD_WS_CONFIGS,
     FP8,
     FP8_MIN_HEAD_DIM,
     FWD_CONFIGS,
@@ -228,12 +229,14 @@ def test_masking_every_block_gives_the_same_result(device, method):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("method", ["pointers", "tma"])
+@pytest.mark.parametrize("method", ["pointers", "tma", "warp_specialized"])
 def test_backward_methods(device, method, causal):
     # As test_forward_methods, for the gradients: q, k, v and dO read in place from packed projections
     # at an odd length with grouped heads, every element of the poisoned dq, dk and dv written.
     q, k, v = packed_qkv(device)
     do = random_tensor((2, 77, 2, 4, 64), torch.float16, device)[:, :, 1].transpose(1, 2)
+    if method == "warp_specialized" and (reason := attn._ws_bwd_obstacle(causal, q=q, k=k, v=v, do=do, dk=k, dv=v)):
+        pytest.skip(f"the warp-specialized backward cannot run here: {reason}")
     o, lse = attention_fwd(q, k, v, causal)
     grads = [poisoned(t.shape, torch.float16, device) for t in (q, k, v)]
     dq, dk, dv = attention_bwd(do, q, k, v, o, lse, causal, dq=grads[0], dk=grads[1], dv=grads[2], method=method)
@@ -246,8 +249,20 @@ def test_backward_method_choice(device):
     q, k, v = qkv(1, 2, 2, 40, 64, torch.float16, device)
     o, lse = attention_fwd(q, k, v)
     do, dq, dk, dv = (torch.empty_like(t) for t in (q, q, k, v))
-    # "auto": TMA where both gradient kernels have a measured entry and every tensor allows it.
-    assert attn._bwd_method("auto", q, k, v, do, dq, dk, dv, False) == "tma"
+    # "auto": the warp-specialized kernel where it can run (on Hopper), unless torch asks for
+    # deterministic algorithms; else TMA where both gradient kernels have a measured entry and every
+    # tensor allows it.
+    ws_reason = attn._ws_bwd_obstacle(False, q=q, k=k, v=v, do=do, dk=dk, dv=dv)
+    assert attn._bwd_method("auto", q, k, v, do, dq, dk, dv, False) == ("tma" if ws_reason else "warp_specialized")
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        assert attn._bwd_method("auto", q, k, v, do, dq, dk, dv, False) == "tma"
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+    if ws_reason:
+        with pytest.raises(ValueError, match="method='warp_specialized' cannot run: " + re.escape(ws_reason)):
+            attention_bwd(do, q, k, v, o, lse, method="warp_specialized")
     narrow = [t[..., :32].contiguous() for t in (q, k, v, do, dq, dk, dv)]
     assert attn._bwd_method("auto", *narrow, True) == "pointers"
     # A gradient broadcast from a scalar (stride 0) has no descriptor: pointers, or an error that says why.
@@ -255,7 +270,7 @@ def test_backward_method_choice(device):
     assert attn._bwd_method("auto", q, k, v, broadcast, dq, dk, dv, False) == "pointers"
     with pytest.raises(ValueError, match=r"method='tma' cannot run: do's head dim is not contiguous \(strides \(0, 0, 0, 0\)\)"):
         attention_bwd(broadcast, q, k, v, o, lse, method="tma")
-    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma'; got 'tiles'"):
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma', 'warp_specialized'; got 'tiles'"):
         attention_bwd(broadcast, q, k, v, o, lse, method="tiles")
 
 
@@ -281,7 +296,7 @@ def test_forward_method_choice(device):
 
 def test_warp_specialized_method_choice(device):
     q, k, v = qkv(1, 2, 2, 40, 128, torch.float16, device)
-    o, lse = torch.empty_like(q), torch.empty(q.shape[:3], dtype=torch.float32, device=device)
+    o = torch.empty_like(q)
     obstacle = attn._ws_obstacle(q, k, v, o, False)
     if runtime.is_interpreter():
         assert obstacle == "Triton's interpreter does not run Gluon kernels"
@@ -312,9 +327,6 @@ def test_warp_specialized_method_choice(device):
         ):
             with pytest.raises(ValueError, match="method='warp_specialized' cannot run: " + reason):
                 attention_fwd(**kwargs, method="warp_specialized")
-    # The backward has no warp-specialized kernel.
-    with pytest.raises(ValueError, match="method must be one of 'auto', 'pointers', 'tma'; got 'warp_specialized'"):
-        attention_bwd(o, q, k, v, o, lse, method="warp_specialized")
 
 
 def test_large_scores_do_not_overflow(device):
@@ -398,11 +410,15 @@ def test_every_head_dim_causality_and_dtype_has_a_configuration():
         assert cfg.block_m // attn.WS_ROWS in (2, 3) and cfg.block_m % attn.WS_ROWS == 0
         assert cfg.block_n % attn.WS_ROWS == 0 and cfg.num_warps == 4
     assert attention_config(128, True, torch.float16, "fwd_ws") == FWD_WS_CONFIGS[(128, True, torch.float16)]
+    # The warp-specialized backward: two consumers of WS_ROWS key rows, query blocks of WS_ROWS.
+    assert set(BWD_WS_CONFIGS) <= keys
+    for cfg in BWD_WS_CONFIGS.values():
+        assert (cfg.block_m, cfg.block_n, cfg.num_warps) == (attn.WS_ROWS, 2 * attn.WS_ROWS, 4)
     if runtime.is_interpreter():
         assert attention_config(128, True, torch.float16, "bwd_dq") == INTERPRETER_CONFIGS["bwd_dq"]
     else:
         assert attention_config(128, True, torch.float16) == FWD_CONFIGS[(128, True, torch.float16)]
-    with pytest.raises(ValueError, match="kernel must be one of fwd, fwd_tma, fwd_ws, bwd_dkdv, bwd_dkdv_tma, bwd_dq, bwd_dq_tma"):
+    with pytest.raises(ValueError, match="kernel must be one of fwd, fwd_tma, fwd_ws, bwd_dkdv, bwd_dkdv_tma, bwd_dq, bwd_dq_tma, bwd_ws"):
         attention_config(64, False, torch.float16, "bwd")
 
 
@@ -519,6 +535,52 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
     spill_limit = 160 if cfg.block_m // attn.WS_ROWS == 3 else 0
     assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= spill_limit, (
         f"the warp-specialized forward spills registers: {compiled.resources}"
+    )
+
+
+@pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
+    # As the forward's test: a launch on contiguous float16 tensors, with the float32 dQ buffer's
+    # descriptor and the unswizzled row descriptors of lse2 and delta as the launcher builds them.
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+    from triton.runtime.jit import mangle_type
+
+    cfg = BWD_WS_CONFIGS[(head_dim, causal, torch.float16)]
+    assert (cfg.block_m, cfg.block_n) == (attn.WS_ROWS, 2 * attn.WS_ROWS)  # what the kernel assumes
+    tile = mangle_type(attn._ws_descriptor(torch.empty((2, 2, 256, head_dim), dtype=torch.float16), attn.WS_ROWS))
+    dq32 = torch.empty((2, 2, 256, head_dim), dtype=torch.float32)
+    block = [1, 1, attn.WS_ROWS, head_dim]
+    dq_type = mangle_type(GluonTensorDescriptor(dq32, list(dq32.shape), attn._descriptor_strides(dq32), block,
+                                                gl.NVMMASharedLayout.get_default_for(block, gl.float32)))
+    rows = torch.empty(1024, dtype=torch.float32)
+    row_type = mangle_type(GluonTensorDescriptor(rows, [1024], [1], [attn.WS_ROWS],
+                                                 gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)))
+    sig = {f"{t}_desc": tile for t in ("q", "k", "v", "do", "dk", "dv")}
+    sig |= {"lse2_desc": row_type, "delta_desc": row_type, "dq_desc": dq_type, "H": "i32", "N": "i32", "N_PAD": "i32",
+            "GROUP": "i32", "sm_scale": "fp32", "qk_scale": "fp32"}
+    regs = attn.ws_registers(2)
+    consts = {"NUM_STAGES": cfg.num_stages, "IS_CAUSAL": causal, "CONSUMER_REGS": regs["consumer"],
+              "LOADER_REGS": regs["loader"]}
+    compiled = asm.compile_for_hopper(attn.attention_bwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
+    ptx = compiled.ptx
+    assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
+    # dQ leaves through the TMA's reduce-add (adding float32 in L2), not through per-thread atomics.
+    assert re.search(r"cp\.reduce\.async\.bulk\.tensor\S*\.add", ptx), "no TMA reduce-add of dQ"
+    assert not re.search(r"\b(atom|red)\.global", ptx), "per-thread atomics"
+    for registers in regs.values():
+        assert re.search(rf"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+{registers};", ptx), registers
+    assert compiled.shared_bytes <= 227 * 1024
+    if compiled.resources is None:
+        pytest.skip("this Triton carries no cuobjdump")
+    # At D = 128 a consumer holds dK and dV (128 registers a thread) next to the block's scores and,
+    # in its turn, dQ (64 more): triton 3.6 spills 88 (full) and 104 (causal) bytes, 3.9 128. The bound
+    # lets that stand (the kernel measured faster than the tl.dot pair all the same) and catches more.
+    spill_limit = 128 if head_dim == 128 else 0
+    assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= spill_limit, (
+        f"the warp-specialized backward spills registers: {compiled.resources}"
     )
 
 
@@ -820,6 +882,31 @@ def test_warp_specialized_forward_reads_strided_inputs_on_gpu(head_dim, causal):
     o, lse = attention_fwd(q, k, v, causal, method="warp_specialized")
     assert_close(o, attention_reference(q, k, v, causal), torch.float16)
     assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(1, 2, 2, 1, 128), (2, 3, 3, 17, 128), (1, 2, 2, 128, 128), (2, 4, 2, 1000, 128),
+                                   (1, 4, 4, 4097, 128), (1, 2, 2, 1, 64), (2, 3, 3, 200, 64), (2, 4, 2, 1000, 64),
+                                   (1, 8, 1, 300, 64), (1, 4, 4, 4097, 64)], ids=str)
+def test_warp_specialized_backward_on_gpu(shape, causal, dtype):
+    # One row, ragged blocks, an odd number of query blocks (the dQ turns end on either consumer),
+    # grouped heads: every element of the poisoned gradients written, each within the table or
+    # twice torch's error.
+    q, k, v = qkv(*shape, dtype, "cuda")
+    do = random_tensor(q.shape, dtype, "cuda")
+    if reason := attn._ws_bwd_obstacle(causal, q=q, k=k, v=v, do=do, dk=k, dv=v):
+        pytest.skip(f"the warp-specialized backward cannot run here: {reason}")
+    o, lse = attention_fwd(q, k, v, causal)
+    grads = [poisoned(t.shape, dtype, "cuda") for t in (q, k, v)]
+    dq, dk, dv = attention_bwd(do, q, k, v, o, lse, causal, dq=grads[0], dk=grads[1], dv=grads[2],
+                               method="warp_specialized")
+    assert dq is grads[0] and dk is grads[1] and dv is grads[2]
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    torch_grads = torch.autograd.grad(torch_sdpa(*leaves, causal), leaves, do)
+    for ours, ref, theirs in zip((dq, dk, dv), reference_grads(q, k, v, do, causal), torch_grads, strict=True):
+        assert_grad_close(ours, ref, theirs)
 
 
 @gpu_only

@@ -65,8 +65,10 @@ from typing import Literal
 import torch
 import triton
 import triton.language as tl
+from triton._C.libtriton import ir as triton_ir
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language._core import builtin as gluon_builtin
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.language.nvidia.hopper import tma as gl_tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
@@ -84,10 +86,9 @@ HEAD_DIMS = (16, 32, 64, 128, 256)
 # Hopper's float8 MMA takes the reduced dimension in steps of 32: Q Kᵀ over D needs D >= 32.
 FP8_MIN_HEAD_DIM = 32
 Direction = Literal["fwd", "bwd"]
-Kernel = Literal["fwd", "fwd_tma", "fwd_ws", "bwd_dkdv", "bwd_dkdv_tma", "bwd_dq", "bwd_dq_tma"]
+Kernel = Literal["fwd", "fwd_tma", "fwd_ws", "bwd_dkdv", "bwd_dkdv_tma", "bwd_dq", "bwd_dq_tma", "bwd_ws"]
 Method = Literal["auto", "pointers", "tma", "warp_specialized"]
-METHODS = ("auto", "pointers", "tma")  # the backward's; the forward also has the warp-specialized kernel
-FWD_METHODS = (*METHODS, "warp_specialized")
+METHODS = ("auto", "pointers", "tma", "warp_specialized")
 _GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
@@ -528,14 +529,17 @@ def attention_fwd_ws_kernel(
 # -- backward kernels ----------------------------------------------------------------------------
 @triton.jit
 def attention_bwd_preprocess_kernel(
-    o_ptr, do_ptr, delta_ptr,
+    o_ptr, do_ptr, delta_ptr, lse_ptr, lse2_ptr,
     stride_oz, stride_oh, stride_om, stride_ok,
     stride_doz, stride_doh, stride_dom, stride_dok,
-    H, N,
-    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
+    H, N, N_OUT,
+    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, LSE2: tl.constexpr = False,
 ):
     # delta = rowsum(dO * O), float32, one value per query row: the same for every key, so it is
-    # computed once here instead of once per key block in both gradient kernels.
+    # computed once here instead of once per key block in the gradient kernels. It is written in
+    # rows of N_OUT >= N entries per head, 0 past N. With LSE2, also lse2 = lse * log2(e) in the
+    # same rows, +inf past N (the warp-specialized kernel's inputs: with them a query row past N
+    # gets probability exp2(s - inf) = 0 exactly).
     start_m = tl.program_id(0)
     zh = tl.program_id(1)
     z = (zh // H).to(tl.int64)
@@ -548,7 +552,10 @@ def attention_bwd_preprocess_kernel(
     do = tl.load(do_ptr + z * stride_doz + h * stride_doh + rows[:, None] * stride_dom + offs_d[None, :] * stride_dok,
                  mask=row_ok, other=0.0)
     delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)
-    tl.store(delta_ptr + zh.to(tl.int64) * N + rows, delta, mask=rows < N)
+    tl.store(delta_ptr + zh.to(tl.int64) * N_OUT + rows, delta, mask=rows < N_OUT)
+    if LSE2:
+        lse = tl.load(lse_ptr + zh.to(tl.int64) * N + rows, mask=rows < N, other=float("inf"))
+        tl.store(lse2_ptr + zh.to(tl.int64) * N_OUT + rows, lse * 1.4426950408889634, mask=rows < N_OUT)
 
 
 @triton.jit
@@ -771,6 +778,203 @@ def attention_bwd_dq_kernel(
         tl.store(dq_ptrs, dq.to(dq_src.dtype.element_ty), mask=row_ok[:, None])
 
 
+# -- backward, warp-specialized (Hopper) ---------------------------------------------------------
+# One kernel for all three gradients, FlashAttention-3's scheme: a program owns 2 x WS_ROWS key rows,
+# one warpgroup ("consumer") per WS_ROWS of them keeping that share's dK and dV in registers, and one
+# loader warp streams the query blocks (Q, dO, and their lse2 and delta rows) into a ring. dQ of a
+# query block sums the contributions of every key block, so programs add theirs into a float32 buffer
+# with the TMA's reduce-add. To halve that traffic, both consumers put their dS in shared memory and
+# one of them, in turn, computes the block's whole dQ from both halves.
+#
+# triton 3.6's Gluon has no name for the TMA reduce-add (later versions call it tma.async_atomic_add):
+# the same operation through the builder.
+try:
+    _tma_reduce_add = gl_tma.async_atomic_add
+except AttributeError:
+    @gluon_builtin
+    def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
+        coord = _semantic._convert_to_ir_values(coord, require_i64=False)
+        _semantic.builder.create_async_tma_reduce(triton_ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord,
+                                                  src.handle)
+
+
+@gluon.jit
+def _ws_bwd_load(q_desc, k_desc, v_desc, do_desc, lse2_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
+                 lse2_smem, delta_smem, q_ready, do_ready, empty, kv_bars, z, h_kv, H, N_PAD, GROUP, j_start, n_q, n0):
+    # The loader warp: each consumer's K and V once, then (Q, lse2) and (dO, delta) of every query
+    # block the program visits, query head by query head, into a ring of NUM_STAGES slots.
+    ROWS: gl.constexpr = q_smem.shape[3]
+    NUM_STAGES: gl.constexpr = q_smem.shape[0]
+    for c in gl.static_range(2):
+        mbarrier.expect(kv_bars.index(c), k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+        _tma_load(k_desc, [z, h_kv, n0 + c * ROWS, 0], kv_bars.index(c), k_smem.index(c))
+        _tma_load(v_desc, [z, h_kv, n0 + c * ROWS, 0], kv_bars.index(c), v_smem.index(c))
+    it = 0
+    for g in range(GROUP):
+        row0 = (z * H + h_kv * GROUP + g) * N_PAD  # the query head's first entry in lse2 and delta
+        for j in range(j_start, n_q):
+            slot = it % NUM_STAGES
+            mbarrier.wait(empty.index(slot), ((it // NUM_STAGES) & 1) ^ 1)
+            mbarrier.expect(q_ready.index(slot), q_desc.block_type.nbytes + lse2_desc.block_type.nbytes)
+            _tma_load(q_desc, [z, h_kv * GROUP + g, j * ROWS, 0], q_ready.index(slot), q_smem.index(slot))
+            _tma_load(lse2_desc, [row0 + j * ROWS], q_ready.index(slot), lse2_smem.index(slot))
+            mbarrier.expect(do_ready.index(slot), do_desc.block_type.nbytes + delta_desc.block_type.nbytes)
+            _tma_load(do_desc, [z, h_kv * GROUP + g, j * ROWS, 0], do_ready.index(slot), do_smem.index(slot))
+            _tma_load(delta_desc, [row0 + j * ROWS], do_ready.index(slot), delta_smem.index(slot))
+            it += 1
+
+
+@gluon.jit
+def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, ds_c, ds_0, ds_1, dq_smem,
+                    q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
+                    z, h_kv, GROUP, n0c, j_start, n_q, qk_scale, sm_scale, causal, c):
+    # Consumer c: key rows [n0c, n0c + ROWS) (its K_c, V_c), computed transposed (keys along the
+    # tile rows) as in attention_bwd_dkdv_kernel. k_0, k_1, ds_0, ds_1: both consumers' K and dS
+    # buffers, which the block's dQ reads.
+    ROWS: gl.constexpr = q_smem.shape[3]
+    HEAD_DIM: gl.constexpr = q_smem.shape[4]
+    NUM_STAGES: gl.constexpr = q_smem.shape[0]
+    dtype: gl.constexpr = q_smem.dtype
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, ROWS, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    col_layout: gl.constexpr = gl.SliceLayout(0, s_layout)
+
+    k = k_c.reshape([ROWS, HEAD_DIM])
+    v = v_c.reshape([ROWS, HEAD_DIM])
+    k_0 = k_0.reshape([ROWS, HEAD_DIM])
+    k_1 = k_1.reshape([ROWS, HEAD_DIM])
+    dq_tile = dq_smem.reshape([ROWS, HEAD_DIM])
+    cols = n0c + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))  # this consumer's keys
+    offs_m = gl.arange(0, ROWS, layout=col_layout)
+    dk = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    dv = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    no_scores = gl.zeros([ROWS, ROWS], gl.float32, layout=s_layout)  # use_acc=False ignores it
+    no_dq = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    mbarrier.wait(kv_bars.index(0), 0)
+    mbarrier.wait(kv_bars.index(1), 0)
+
+    nj = n_q - j_start  # query blocks per query head
+    for it in range(GROUP * nj):  # (query head, query block) pairs, in the loader's order
+        g = it // nj
+        j = j_start + it % nj
+        slot = it % NUM_STAGES
+        ph = (it // NUM_STAGES) & 1
+        qs = q_smem.index(slot).reshape([ROWS, HEAD_DIM])
+        dos = do_smem.index(slot).reshape([ROWS, HEAD_DIM])
+        mbarrier.wait(q_ready.index(slot), ph)
+        st = warpgroup_mma(k, qs.permute((1, 0)), no_scores, use_acc=False, is_async=True)  # Sᵀ = K Qᵀ
+        mbarrier.wait(do_ready.index(slot), ph)
+        dpt = warpgroup_mma(v, dos.permute((1, 0)), no_scores, use_acc=False, is_async=True)  # dPᵀ = V dOᵀ
+        st = warpgroup_mma_wait(1, deps=(st,))
+        # Pᵀ from the scores and lse2 (+inf for query rows past N: exactly 0 there). Causal, the
+        # program's first two query blocks hold its diagonal; later ones see all its keys.
+        x = st * qk_scale - lse2_smem.index(slot).load(col_layout)[None, :]
+        if (causal != 0) & (j < j_start + 2):
+            x = gl.where((j * ROWS + offs_m)[None, :] >= cols[:, None], x, float("-inf"))
+        pt = gl.exp2(x)
+        p16 = gl.convert_layout(pt.to(dtype), a_layout)
+        dv = warpgroup_mma(p16, dos, dv, is_async=True)  # dV += Pᵀ dO, while dSᵀ is computed
+        dpt = warpgroup_mma_wait(1, deps=(dpt,))
+        ds = (pt * (dpt - delta_smem.index(slot).load(col_layout)[None, :])).to(dtype)  # dSᵀ, without sm_scale
+        mbarrier.wait(ds_free, (it & 1) ^ 1)  # the previous block's dQ has read both dS buffers
+        ds_c.store(ds)
+        fence_async_shared()
+        mbarrier.arrive(ds_full)
+        dk = warpgroup_mma(gl.convert_layout(ds, a_layout), qs, dk, is_async=True)  # dK += dSᵀ Q
+        dv, dk = warpgroup_mma_wait(0, deps=(dv, dk))
+        mbarrier.arrive(empty.index(slot))
+        if it % 2 == c:  # this block's dQ = dS K over both consumers' keys, added into the float32 buffer
+            mbarrier.wait(ds_full, it & 1)
+            dq = warpgroup_mma(ds_0.permute((1, 0)), k_0, no_dq, use_acc=False, is_async=True)
+            dq = warpgroup_mma(ds_1.permute((1, 0)), k_1, dq, is_async=True)
+            dq = warpgroup_mma_wait(0, deps=(dq,))
+            mbarrier.arrive(ds_free)
+            gl_tma.store_wait(0)  # this consumer's previous reduce-add has read dq_smem
+            dq_tile.store(dq * sm_scale)
+            fence_async_shared()
+            _tma_reduce_add(dq_desc, [z, h_kv * GROUP + g, j * ROWS, 0], dq_smem)
+
+    # dK and dV leave through this consumer's K and V buffers, no longer read (every MMA was waited
+    # for, and the other consumer's last dQ read K before it arrived on ds_free); rows past N dropped.
+    mbarrier.wait(ds_free, ((GROUP * nj) & 1) ^ 1)
+    gl_tma.store_wait(0)
+    v.store(dv.to(dtype))
+    k.store((dk * sm_scale).to(dtype))
+    fence_async_shared()
+    _tma_store(dv_desc, [z, h_kv, n0c, 0], v_c)
+    _tma_store(dk_desc, [z, h_kv, n0c, 0], k_c)
+    gl_tma.store_wait(0)
+
+
+@gluon.jit
+def attention_bwd_ws_kernel(
+    q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc, lse2_desc, delta_desc, dq_desc,
+    H, N, N_PAD, GROUP, sm_scale, qk_scale,
+    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+):
+    # Program (i, z * H_kv + h_kv): key rows [i * 2 * ROWS, (i + 1) * 2 * ROWS) of key/value head h_kv.
+    # Descriptors of the whole 4-D tensors in blocks of 1 x 1 x ROWS x D (dq_desc: the float32 dQ
+    # buffer); lse2_desc and delta_desc: the preprocessed (B * H * N_PAD,) rows in blocks of ROWS,
+    # N_PAD a multiple of ROWS (so a block never crosses into the next head).
+    ROWS: gl.constexpr = q_desc.block_type.shape[2]
+    pid = gl.program_id(0)
+    zh_kv = gl.program_id(1)
+    z = zh_kv // (H // GROUP)
+    h_kv = zh_kv % (H // GROUP)
+    n0 = pid * 2 * ROWS
+    n_q = gl.cdiv(N, ROWS)
+    j_start = n_q * 0
+    if IS_CAUSAL:  # query blocks above the program's keys see none of them
+        j_start = n0 // ROWS
+
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [NUM_STAGES] + q_desc.block_type.shape, q_desc.layout)
+    do_smem = gl.allocate_shared_memory(do_desc.dtype, [NUM_STAGES] + do_desc.block_type.shape, do_desc.layout)
+    lse2_smem = gl.allocate_shared_memory(gl.float32, [NUM_STAGES] + lse2_desc.block_type.shape, lse2_desc.layout)
+    delta_smem = gl.allocate_shared_memory(gl.float32, [NUM_STAGES] + delta_desc.block_type.shape, delta_desc.layout)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [2] + k_desc.block_type.shape, k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [2] + v_desc.block_type.shape, v_desc.layout)
+    ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([ROWS, ROWS], q_desc.dtype)
+    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, ROWS, ROWS], ds_layout)
+    dq_smem = gl.allocate_shared_memory(gl.float32, [2] + dq_desc.block_type.shape, dq_desc.layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    do_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
+    kv_bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    ds_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ds_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(kv_bars.index(i), count=1)
+    for i in gl.static_range(NUM_STAGES):
+        mbarrier.init(q_ready.index(i), count=1)
+        mbarrier.init(do_ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)  # one arrival per consumer
+    mbarrier.init(ds_full, count=2)  # both consumers' dS are in shared memory
+    mbarrier.init(ds_free, count=1)  # the consumer whose turn it was has read them
+
+    c0 = zh_kv * 0  # the consumers' numbers c0, c0 + 1 as tensors
+    causal = c0 + IS_CAUSAL
+    # A launch turns an integer argument equal to 1 into a constant: as tensors either way.
+    H = c0 + H
+    N_PAD = c0 + N_PAD
+    GROUP = c0 + GROUP
+    gl.warp_specialize([
+        (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(0), v_smem.index(0), k_smem.index(0),
+                           k_smem.index(1), ds_smem.index(0), ds_smem.index(0), ds_smem.index(1), dq_smem.index(0),
+                           q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
+                           z, h_kv, GROUP, n0, j_start, n_q, qk_scale, sm_scale, causal, c0)),
+        (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(1), v_smem.index(1), k_smem.index(0),
+                           k_smem.index(1), ds_smem.index(1), ds_smem.index(0), ds_smem.index(1), dq_smem.index(1),
+                           q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
+                           z, h_kv, GROUP, n0 + ROWS, j_start, n_q, qk_scale, sm_scale, causal, c0 + 1)),
+        (_ws_bwd_load, (q_desc, k_desc, v_desc, do_desc, lse2_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
+                        lse2_smem, delta_smem, q_ready, do_ready, empty, kv_bars, z, h_kv, H, N_PAD, GROUP, j_start, n_q,
+                        n0)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
 # -- configurations ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AttentionConfig:
@@ -847,6 +1051,12 @@ _FWD_WS_TILES = {
 # run and 0.91 / 0.91 in another; from 2048 (full) and 8192 (causal) the warp-specialized kernel leads.
 WS_MIN_LENGTH = {(64, False): 2048, (64, True): 8192}
 WS_LOADER_REGISTERS = 24
+# The warp-specialized backward: query blocks of WS_ROWS rows, programs of two consumers' WS_ROWS
+# key rows each (block_n), a ring of two query blocks; 4 warps per consumer.
+_BWD_WS_TILES = {
+    64: AttentionConfig(64, 128, 4, 2),
+    128: AttentionConfig(64, 128, 4, 2),
+}
 
 
 def ws_registers(consumers: int) -> dict[str, int]:
@@ -916,6 +1126,7 @@ BWD_DKDV_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(
 BWD_DQ_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DQ_TILES)
 BWD_DKDV_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DKDV_TMA_TILES)
 BWD_DQ_TMA_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_DQ_TMA_TILES)
+BWD_WS_CONFIGS: dict[tuple[int, bool, torch.dtype], AttentionConfig] = _keyed(_BWD_WS_TILES)
 # Interpreter mode: small blocks, so that the tests' sequences of 17 … 100 span several blocks and the
 # causal diagonal band spans two of the inner blocks.
 INTERPRETER_CONFIGS: dict[Kernel, AttentionConfig] = {
@@ -927,7 +1138,8 @@ INTERPRETER_CONFIGS: dict[Kernel, AttentionConfig] = {
     "bwd_dq_tma": AttentionConfig(32, 16, 4, 1),
 }
 _TABLES = {"fwd": FWD_CONFIGS, "fwd_tma": FWD_TMA_CONFIGS, "fwd_ws": FWD_WS_CONFIGS, "bwd_dkdv": BWD_DKDV_CONFIGS,
-           "bwd_dkdv_tma": BWD_DKDV_TMA_CONFIGS, "bwd_dq": BWD_DQ_CONFIGS, "bwd_dq_tma": BWD_DQ_TMA_CONFIGS}
+           "bwd_dkdv_tma": BWD_DKDV_TMA_CONFIGS, "bwd_dq": BWD_DQ_CONFIGS, "bwd_dq_tma": BWD_DQ_TMA_CONFIGS,
+           "bwd_ws": BWD_WS_CONFIGS}
 # delta's kernel streams O and dO once: blocks of this many elements of each, 8 warps (32 a thread).
 PREPROCESS_ELEMENTS, PREPROCESS_WARPS = 8192, 8
 _INT32_LIMIT = 2**31 - 1
@@ -937,10 +1149,11 @@ _MAX_PROGRAMS_AXIS_1 = 65535  # CUDA's limit on the grid's second dimension
 def attention_config(head_dim: int, causal: bool, dtype: torch.dtype, kernel: Kernel = "fwd") -> AttentionConfig:
     """The launch configuration of one attention kernel: ``"fwd"`` (the forward with pointer loads),
     ``"fwd_tma"`` (the forward with tensor descriptors), ``"fwd_ws"`` (the warp-specialized
-    forward), ``"bwd_dkdv"``, ``"bwd_dq"`` (and their ``_tma`` variants).
+    forward), ``"bwd_dkdv"``, ``"bwd_dq"`` (and their ``_tma`` variants), ``"bwd_ws"`` (the
+    warp-specialized backward).
 
     From ``INTERPRETER_CONFIGS`` in interpreter mode (which cannot run the warp-specialized
-    kernel: its entry is the GPU table's), else from the table of that kernel.
+    kernels: their entries are the GPU tables'), else from the table of that kernel.
     """
     if kernel not in _TABLES:
         raise ValueError(f"kernel must be one of {', '.join(_TABLES)}; got {kernel!r}")
@@ -1073,17 +1286,34 @@ def _resolve_method(method: str, measured: bool, **tensors: torch.Tensor) -> str
     return "tma" if measured and obstacle is None else "pointers"
 
 
-def _ws_obstacle(q, k, v, o, causal: bool) -> str | None:
-    """Why the warp-specialized forward cannot run on these tensors (or here), or None if it can."""
+def _gluon_obstacle(table: dict, q: torch.Tensor, causal: bool) -> str | None:
+    """Why a warp-specialized kernel with configurations ``table`` cannot run for ``q``'s device,
+    head dim and dtype, or None (the layouts of the tensors aside)."""
     if runtime.is_interpreter():
         return "Triton's interpreter does not run Gluon kernels"
     capability = torch.cuda.get_device_capability(q.device)
     if capability != (9, 0):
         return f"it is written for Hopper's warpgroup MMA (sm_90); this GPU is sm_{capability[0]}{capability[1]}"
-    if (q.shape[3], causal, q.dtype) not in FWD_WS_CONFIGS:
-        dims = sorted({d for d, _, _ in FWD_WS_CONFIGS})
+    if (q.shape[3], causal, q.dtype) not in table:
+        dims = sorted({d for d, _, _ in table})
         return f"it has configurations for float16 and bfloat16 at head dims {dims} only, not {q.dtype} at {q.shape[3]}"
-    return _tma_obstacle(q=q, k=k, v=v, o=o)
+    return None
+
+
+def _ws_obstacle(q, k, v, o, causal: bool) -> str | None:
+    """Why the warp-specialized forward cannot run on these tensors (or here), or None if it can."""
+    return _gluon_obstacle(FWD_WS_CONFIGS, q, causal) or _tma_obstacle(q=q, k=k, v=v, o=o)
+
+
+def _ws_bwd_obstacle(causal: bool, **tensors: torch.Tensor) -> str | None:
+    """Why the warp-specialized backward cannot run on these tensors (or here), or None if it can."""
+    q = tensors["q"]
+    if obstacle := _gluon_obstacle(BWD_WS_CONFIGS, q, causal):
+        return obstacle
+    b, h, n, _ = q.shape
+    if b * h * triton.cdiv(n, WS_ROWS) * WS_ROWS > _INT32_LIMIT:
+        return f"its 32-bit row coordinates cannot address {b * h} heads of {n} rows"
+    return _tma_obstacle(**tensors)
 
 
 def _tma_or_pointers(method: str, causal: bool, **tensors: torch.Tensor) -> str:
@@ -1111,7 +1341,20 @@ def _fwd_method(method: str, q, k, v, o, causal: bool, pinned: str | None = None
 
 
 def _bwd_method(method: str, q, k, v, do, dq, dk, dv, causal: bool) -> str:
-    """``"tma"`` or ``"pointers"`` for both gradient kernels."""
+    """``"warp_specialized"``, ``"tma"`` or ``"pointers"`` for the backward.
+
+    ``"auto"`` takes the warp-specialized kernel where it has an entry and can run, unless torch
+    is set to deterministic algorithms (its ``dQ`` sums float32 contributions in whatever order
+    they arrive); then as :func:`_resolve_method` for the two tl.dot kernels.
+    """
+    if method in ("auto", "warp_specialized"):
+        obstacle = _ws_bwd_obstacle(causal, q=q, k=k, v=v, do=do, dk=dk, dv=dv)
+        if method == "warp_specialized":
+            if obstacle:
+                raise ValueError(f"method='warp_specialized' cannot run: {obstacle}")
+            return method
+        if obstacle is None and not torch.are_deterministic_algorithms_enabled():
+            return "warp_specialized"
     key = (q.shape[3], causal, q.dtype)
     measured = key in BWD_DKDV_TMA_CONFIGS and key in BWD_DQ_TMA_CONFIGS
     return _resolve_method(method, measured, q=q, k=k, v=v, do=do, dq=dq, dk=dk, dv=dv)
@@ -1191,13 +1434,22 @@ def _backward(do, q, k, v, o, lse, causal, sm_scale, dq=None, dk=None, dv=None, 
         return dq, dk, dv
     _check_head_offsets(q=q, k=k, v=v, o=o, do=do)
     group = h // h_kv
-    delta = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    method = _bwd_method(method, q, k, v, do, dq, dk, dv, causal)
+    ws = method == "warp_specialized"
+    # The warp-specialized kernel reads delta and lse2 in blocks of WS_ROWS rows: padded rows per head.
+    n_out = triton.cdiv(n, WS_ROWS) * WS_ROWS if ws else n
+    delta = torch.empty((b, h, n_out), dtype=torch.float32, device=q.device)
+    lse2 = torch.empty_like(delta) if ws else delta
     block = 32 if runtime.is_interpreter() else PREPROCESS_ELEMENTS // d
-    attention_bwd_preprocess_kernel[(triton.cdiv(n, block), b * h)](
-        o, do, delta, *_strides(o), *_strides(do), h, n, BLOCK_M=block, HEAD_DIM=d, num_warps=PREPROCESS_WARPS,
+    attention_bwd_preprocess_kernel[(triton.cdiv(n_out, block), b * h)](
+        o, do, delta, lse, lse2, *_strides(o), *_strides(do), h, n, n_out, BLOCK_M=block, HEAD_DIM=d, LSE2=ws,
+        num_warps=PREPROCESS_WARPS,
     )
+    if ws:
+        _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale)
+        return dq, dk, dv
     common = (h, n, group, sm_scale, sm_scale * LOG2E)
-    tma = _bwd_method(method, q, k, v, do, dq, dk, dv, causal) == "tma"
+    tma = method == "tma"
     kv = attention_config(d, causal, q.dtype, "bwd_dkdv_tma" if tma else "bwd_dkdv")
     qc = attention_config(d, causal, q.dtype, "bwd_dq_tma" if tma else "bwd_dq")
     if tma:
@@ -1220,6 +1472,31 @@ def _backward(do, q, k, v, o, lse, causal, sm_scale, dq=None, dk=None, dv=None, 
         num_warps=qc.num_warps, num_stages=qc.num_stages,
     )
     return dq, dk, dv
+
+
+def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
+    """The warp-specialized backward's launch: ``lse2`` and ``delta`` as the preprocessing kernel
+    writes them (rows padded to a multiple of ``WS_ROWS``); dQ goes through a float32 buffer."""
+    b, h, n, d = q.shape
+    h_kv = k.shape[1]
+    cfg = attention_config(d, causal, q.dtype, "bwd_ws")
+    dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    dq_block = [1, 1, WS_ROWS, d]
+    dq_desc = GluonTensorDescriptor(dq32, list(dq32.shape), _descriptor_strides(dq32), dq_block,
+                                    gl.NVMMASharedLayout.get_default_for(dq_block, gl.float32))
+    # One row's WS_ROWS floats (256 bytes) per block, unswizzled: the consumers read them as a vector.
+    row_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
+    lse2_desc, delta_desc = (GluonTensorDescriptor(t.reshape(-1), [t.numel()], [1], [WS_ROWS], row_layout)
+                             for t in (lse2, delta))
+    regs = ws_registers(2)
+    attention_bwd_ws_kernel[(triton.cdiv(n, cfg.block_n), b * h_kv)](
+        _ws_descriptor(q, WS_ROWS), _ws_descriptor(k, WS_ROWS), _ws_descriptor(v, WS_ROWS), _ws_descriptor(do, WS_ROWS),
+        _ws_descriptor(dk, WS_ROWS), _ws_descriptor(dv, WS_ROWS), lse2_desc, delta_desc, dq_desc,
+        h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
+        NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"],
+        num_warps=cfg.num_warps,
+    )
+    dq.copy_(dq32)
 
 
 def attention_fwd(
@@ -1283,8 +1560,8 @@ def attention_fwd(
     _, sm_scale = _check_qkv(q, k, v, causal, sm_scale, FWD_DTYPES)
     knobs = dict(block_m=block_m, block_n=block_n, num_warps=num_warps, num_stages=num_stages)
     _check_knobs(**knobs)
-    if method not in FWD_METHODS:
-        raise ValueError(f"method must be one of {', '.join(map(repr, FWD_METHODS))}; got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
     if not isinstance(skip_masked_blocks, bool):
         raise TypeError(f"skip_masked_blocks must be a bool, got {type(skip_masked_blocks).__name__}")
     dtype = _out_dtype(q, out_dtype)
