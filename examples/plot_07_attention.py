@@ -17,8 +17,9 @@ Tensor Cores set its speed instead of the memory bus. You will learn:
   kernel keeps its pointers instead;
 * how **warp specialization**, written in Gluon, gives the loads to one warp and lets two
   warpgroups overlap the softmax of one block with the matmuls of the next;
-* how the backward pass **recomputes** the probabilities instead of storing them, and why it
-  is split into two kernels that need no atomic additions;
+* how the backward pass **recomputes** the probabilities instead of storing them, how it splits
+  into two kernels that need no atomic additions, and how one warp-specialized kernel that adds
+  ``dQ`` through the copy engine beats that pair on Hopper;
 * how the result compares with torch's attention backends, from measurements.
 
 To run this script yourself you need torch, triton and the ``tritonperf`` package
@@ -63,6 +64,7 @@ from tritonperf.kernels.attention import (
     _hide_keys,
     _load_tile,
     _tma_obstacle,
+    _ws_bwd_consume,
     _ws_consume,
     _ws_load,
     _ws_obstacle,
@@ -601,15 +603,15 @@ for d in (64, 128):
 # What it gains is measured with the other variants further down: the benchmark records step 4
 # (``step-4-tma``) beside the final kernel, and "What each step bought" prints step 5 against step 4
 # and cuDNN at every length. In the run recorded on an H200 on 2026-11-23 (triton 3.6.0, torch 2.11,
-# float16), step 5 at ``D = 128`` was 15-22% faster than step 4 without a mask, and with a causal
-# mask from 1% faster at ``N = 1024`` to 32% faster at ``N = 16384``. At ``D = 64`` it was 8% faster
-# at ``N = 2048``, 11% at 4096 and 17-18% from 8192 on (causal: 14% and 21% at 8192 and 16384; the
+# float16), step 5 at ``D = 128`` was 15-21% faster than step 4 without a mask, and with a causal
+# mask from level at ``N = 1024`` to 28% faster at ``N = 16384``. At ``D = 64`` it was 5% faster
+# at ``N = 2048``, 11% at 4096 and 16-18% from 8192 on (causal: 12% and 21% at 8192 and 16384; the
 # shorter causal lengths run step 4). At ``N = 1024`` a
 # program sees only 8 key blocks (fewer when causal), so its first block and its last, which overlap
 # nothing, weigh more than among the 128 blocks at ``N = 16384``; cuDNN stays well ahead there. From
-# ``N = 4096`` on, the final forward ran at 0.89 to 1.12 times cuDNN, the fastest torch variant;
-# below 1.0 were ``D = 128`` without a mask at 8192 and 16384 (0.99 both) and ``D = 64`` with a
-# mask at 4096 (0.89), where step 4 still runs.
+# ``N = 4096`` on, the final forward ran at 0.88 to 1.11 times cuDNN, the fastest torch variant;
+# below 1.0 were ``D = 128`` without a mask at 8192 and 16384 (0.96 and 1.00), ``D = 128`` with a
+# mask at 4096 (0.97), and ``D = 64`` with a mask at 4096 (0.88), where step 4 still runs.
 
 # %%
 # The backward pass
@@ -638,7 +640,8 @@ print(f"N = {n}, {h} heads: P in float16 {naive_scores_bytes(b, h, n) / GB:.1f} 
 # every query block; ``dQ`` of one query block from every key block. A single kernel that owns
 # key blocks would have many programs adding into the same rows of ``dQ``, which takes atomic
 # additions: slower under contention, and with a result that depends on their order. The
-# package uses two kernels instead. The first owns a block of keys and values, keeps ``dK`` and
+# package's tl.dot backward uses two kernels instead. The first owns a block of keys and values,
+# keeps ``dK`` and
 # ``dV`` in float32 registers, and walks the query blocks that see it; with grouped heads it
 # also walks every query head of its group. Its inner loop:
 
@@ -693,8 +696,47 @@ for name, kv_table, dq_table in (("pointers", BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS),
 # above, traded for writes that never collide. The benchmark's rate counts the five only, so
 # the extra work earns no credit in the plots below.
 #
-# The gradients through autograd, against float64 autograd of the reference, for full and
-# grouped heads, causal and not:
+# One kernel on Hopper
+# ~~~~~~~~~~~~~~~~~~~~
+# On Hopper, at ``D`` = 64 and 128, ``"auto"`` runs a third design, FlashAttention-3's: one Gluon
+# kernel computes all three gradients with the five matmuls only. A program owns ``2 × WS_ROWS``
+# key rows. Two consumer warpgroups hold ``WS_ROWS`` of them each, with their ``dK`` and ``dV`` in
+# registers for the whole program; a loader warp streams ``Q``, ``dO`` and their rows of ``lse``
+# and ``δ`` through a ring of shared-memory slots, as in step 5. ``dQ`` of a query block still
+# sums over every key block, so each program adds its share into a float32 buffer, and the
+# addition itself is left to the copy engine: the TMA's reduce-add sends a whole tile from shared
+# memory and adds it in L2, without a thread waiting for it. Each consumer puts its ``dS`` in
+# shared memory, and on alternate blocks one of them computes the whole tile ``dS K`` over both
+# halves: one float32 tile per program and query block. That is still much traffic. At the
+# benchmark's shapes:
+
+for n in (1024, SEQ_LENS[-1]):
+    b, h = TOKENS // n, CHANNELS // 128
+    added = (n // (2 * WS_ROWS)) * b * h * n * 128 * 4
+    inputs = 4 * b * h * n * 128 * 2
+    print(f"N = {n:5}, D = 128: {added / GB:5.1f} GB added into dQ, {added / inputs:4.0f} x the bytes of q, k, v and dO")
+
+# %%
+# The consumer's loop, in Gluon:
+
+print(inspect.getsource(_ws_bwd_consume.fn))
+
+# %%
+# Two details make the edges free. The preprocessing kernel also writes ``lse · log2(e)`` and
+# ``δ`` in rows padded to a multiple of ``WS_ROWS`` per head, ``+inf`` and 0 past ``N``: a query row
+# past the end gets probability ``exp2(s - inf) = 0`` exactly, and each block of ``lse`` is one
+# aligned TMA copy that never reaches into the next head. And the copy engine drops the rows of
+# a ``dQ``, ``dK`` or ``dV`` tile that lie past ``N``.
+#
+# The price is determinism: the float32 additions into ``dQ`` arrive in whatever order the
+# programs reach them, so ``dq`` can differ between two runs in its last bits. With
+# ``torch.use_deterministic_algorithms(True)``, ``"auto"`` takes the tl.dot pair instead. In a
+# probe on an H200 (2026-11-23, triton 3.6.0, float16, the benchmark's shapes, both kernels timed
+# in one run), the one kernel was faster than the pair at 11 of 12 shapes: by 8-19% at
+# ``D = 128`` and 6-21% at ``D = 64``, and 5% slower at ``D = 64``, ``N = 1024`` with a mask.
+#
+# The gradients through autograd (the kernels ``"auto"`` picks here), against float64 autograd of
+# the reference, for full and grouped heads, causal and not:
 
 for dtype in DTYPES:
     for kv_heads in (H, H // 2):
@@ -737,7 +779,7 @@ for causal in (False, True):
 # ---------
 # Variants, all measured in one run: ``tritonperf`` (the forward that ``method="auto"`` picks: step
 # 5 on Hopper, except for short sequences at ``D = 64``, and step 4 elsewhere; and the backward
-# kernels); torch's
+# that ``"auto"`` picks: the warp-specialized kernel on Hopper, the tl.dot pair elsewhere); torch's
 # ``scaled_dot_product_attention`` pinned to one backend each (``torch.sdpa-flash``,
 # ``torch.sdpa-efficient``, ``torch.sdpa-cudnn``); FlexAttention compiled by ``torch.compile``
 # (``torch.flex``); and steps 1 to 4 (``step-1-naive``, ``step-2-one-config``, ``step-3-tuned``,
@@ -877,10 +919,10 @@ for doc, live in results:
 # specialized: some only issue copies, the others only compute. Step 4 has the first of these, at
 # ``D = 64`` and ``128``; step 5 has both, at the same head dims. In step 4 every warp issues its
 # copies, its matmuls and its softmax in turn, and Triton's :term:`software pipelining` starts the
-# copies of later key blocks while the current one is computed. The backward pass has neither
-# specialized warps nor this overlap, and does more work than the rate counts: it recomputes the
-# probabilities from the log-sum-exp, and its dQ kernel recomputes the scores and ``dP`` once
-# more, two extra matmuls per block.
+# copies of later key blocks while the current one is computed. On Hopper the backward has both,
+# and still does more work than the rate counts: it recomputes the probabilities from the
+# log-sum-exp. The tl.dot pair that runs elsewhere also recomputes the scores and ``dP`` for
+# ``dQ``, two extra matmuls per block.
 #
 # The compiled code of step 4 shows what step 5 changes. Hopper's matmul instruction (``wgmma``) is
 # asynchronous: a warp group issues it, may go on with other work, and waits for the result
@@ -951,7 +993,9 @@ for doc, live in results:
 #   addresses and handles the edges, and the registers go to data. Keep the pointer kernel for
 #   layouts and head dims the descriptors do not cover.
 # * Give each output block one owner, as the dK/dV and dQ kernels do, and the gradients need no
-#   atomics and come out the same on every run.
+#   atomics and come out the same on every run. Where one kernel is faster, as the Hopper backward
+#   is, add the shared sums in float32 through the TMA, one tile per program and block, and keep
+#   the deterministic path for users who ask for it.
 # * Where the compiler will not overlap the matmuls with the softmax, Gluon lets the program
 #   assign the work: one warp loads, each consumer warpgroup keeps an asynchronous matmul running
 #   while it computes a softmax, and the consumers take turns at the Tensor Cores. The gain is

@@ -30,6 +30,13 @@ saved log-sum-exp instead of storing them, in three kernels:
 Splitting ``dQ`` off costs two extra matmuls (recomputing ``S`` and ``dP``) but needs no atomic
 additions: every program writes only the rows it owns, so results do not depend on timing.
 
+On Hopper at ``D`` = 64 and 128 the backward runs :func:`attention_bwd_ws_kernel` instead, one
+Gluon kernel for all three gradients (FlashAttention-3's scheme): two consumer warpgroups each own
+a share of a block of key rows, a loader warp streams the query blocks, and ``dQ`` is added into a
+float32 buffer with the TMA's reduce-add, one tile per program and query block. Five matmuls per
+block instead of seven, at the price of determinism: the float32 additions arrive in any order,
+so under ``torch.use_deterministic_algorithms(True)`` the two kernels above run instead.
+
 On Hopper, the forward at ``D`` = 64 and 128 runs :func:`attention_fwd_ws_kernel` instead (at
 ``D = 64`` from the lengths in :data:`WS_MIN_LENGTH`), the same algorithm written in Gluon
 (Triton's lower-level dialect): one warp only loads key and value blocks into a ring of
@@ -1599,9 +1606,13 @@ def attention_bwd(
         o, lse: the forward's output and log-sum-exp (:func:`attention_fwd`).
         dq, dk, dv: optional contiguous tensors of ``q``'s, ``k``'s and ``v``'s shape and dtype to
             write the gradients into.
-        method: how both gradient kernels read and write blocks: ``"auto"``, ``"tma"`` or
-            ``"pointers"``, as for :func:`attention_fwd` (``"tma"`` also needs ``do`` and the
-            gradients laid out as described there; the backward has no warp-specialized kernel).
+        method: which kernels run. ``"tma"`` and ``"pointers"``: the dK/dV and dQ kernels with
+            tl.dot, as for :func:`attention_fwd` (``"tma"`` also needs ``do``, ``dk`` and ``dv``
+            laid out as described there). ``"warp_specialized"``: the one Gluon kernel for all
+            three gradients, with the same needs as the warp-specialized forward; its ``dq`` sums
+            float32 contributions in the order they arrive, so it can differ between runs in its
+            last bits. ``"auto"`` (default): ``"warp_specialized"`` where it can run, unless
+            ``torch.are_deterministic_algorithms_enabled()``; else as for :func:`attention_fwd`.
 
     Returns:
         ``(dq, dk, dv)`` in the shapes and dtype of ``q``, ``k`` and ``v``. With grouped-query
