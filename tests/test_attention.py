@@ -543,21 +543,14 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
     # As the forward's test: a launch on contiguous float16 tensors, with the float32 dQ buffer's
-    # descriptor and the unswizzled row descriptors of lse2 and delta as the launcher builds them.
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+    # descriptor and the row descriptors of lse2 and delta as the launcher builds them.
     from triton.runtime.jit import mangle_type
 
     cfg = BWD_WS_CONFIGS[(head_dim, causal, torch.float16)]
     assert (cfg.block_m, cfg.block_n) == (attn.WS_ROWS, 2 * attn.WS_ROWS)  # what the kernel assumes
     tile = mangle_type(attn._ws_descriptor(torch.empty((2, 2, 256, head_dim), dtype=torch.float16), attn.WS_ROWS))
-    dq32 = torch.empty((2, 2, 256, head_dim), dtype=torch.float32)
-    block = [1, 1, attn.WS_ROWS, head_dim]
-    dq_type = mangle_type(GluonTensorDescriptor(dq32, list(dq32.shape), attn._descriptor_strides(dq32), block,
-                                                gl.NVMMASharedLayout.get_default_for(block, gl.float32)))
-    rows = torch.empty(1024, dtype=torch.float32)
-    row_type = mangle_type(GluonTensorDescriptor(rows, [1024], [1], [attn.WS_ROWS],
-                                                 gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)))
+    dq_type = mangle_type(attn._ws_descriptor(torch.empty((2, 2, 256, head_dim), dtype=torch.float32), attn.WS_ROWS))
+    row_type = mangle_type(attn._ws_rows_descriptor(torch.empty((2, 2, 256), dtype=torch.float32)))
     sig = {f"{t}_desc": tile for t in ("q", "k", "v", "do", "dk", "dv")}
     sig |= {"lse2_desc": row_type, "delta_desc": row_type, "dq_desc": dq_type, "H": "i32", "N": "i32", "N_PAD": "i32",
             "GROUP": "i32", "sm_scale": "fp32", "qk_scale": "fp32"}

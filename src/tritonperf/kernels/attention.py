@@ -96,7 +96,8 @@ Direction = Literal["fwd", "bwd"]
 Kernel = Literal["fwd", "fwd_tma", "fwd_ws", "bwd_dkdv", "bwd_dkdv_tma", "bwd_dq", "bwd_dq_tma", "bwd_ws"]
 Method = Literal["auto", "pointers", "tma", "warp_specialized"]
 METHODS = ("auto", "pointers", "tma", "warp_specialized")
-_GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+# float32: the warp-specialized backward's dQ buffer
+_GLUON_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
 LN2 = 0.6931471805599453  # ln(2): turns a base-2 logarithm into a natural one
@@ -1280,6 +1281,13 @@ def _ws_descriptor(t: torch.Tensor, rows: int):
     return GluonTensorDescriptor(t, list(t.shape), _descriptor_strides(t), block, layout)
 
 
+def _ws_rows_descriptor(t: torch.Tensor):
+    """A Gluon descriptor of the float32 rows ``t`` (the backward's padded lse2 or delta), flattened,
+    in blocks of ``WS_ROWS``, unswizzled: the consumers read a block as one vector."""
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
+    return GluonTensorDescriptor(t.reshape(-1), [t.numel()], [1], [WS_ROWS], layout)
+
+
 def _resolve_method(method: str, measured: bool, **tensors: torch.Tensor) -> str:
     """``"tma"`` or ``"pointers"``: what ``method`` resolves to for these tensors. ``measured``:
     whether a TMA table entry exists for them (``"auto"`` takes TMA only then)."""
@@ -1488,17 +1496,11 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
     h_kv = k.shape[1]
     cfg = attention_config(d, causal, q.dtype, "bwd_ws")
     dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-    dq_block = [1, 1, WS_ROWS, d]
-    dq_desc = GluonTensorDescriptor(dq32, list(dq32.shape), _descriptor_strides(dq32), dq_block,
-                                    gl.NVMMASharedLayout.get_default_for(dq_block, gl.float32))
-    # One row's WS_ROWS floats (256 bytes) per block, unswizzled: the consumers read them as a vector.
-    row_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
-    lse2_desc, delta_desc = (GluonTensorDescriptor(t.reshape(-1), [t.numel()], [1], [WS_ROWS], row_layout)
-                             for t in (lse2, delta))
     regs = ws_registers(2)
     attention_bwd_ws_kernel[(triton.cdiv(n, cfg.block_n), b * h_kv)](
         _ws_descriptor(q, WS_ROWS), _ws_descriptor(k, WS_ROWS), _ws_descriptor(v, WS_ROWS), _ws_descriptor(do, WS_ROWS),
-        _ws_descriptor(dk, WS_ROWS), _ws_descriptor(dv, WS_ROWS), lse2_desc, delta_desc, dq_desc,
+        _ws_descriptor(dk, WS_ROWS), _ws_descriptor(dv, WS_ROWS), _ws_rows_descriptor(lse2), _ws_rows_descriptor(delta),
+        _ws_descriptor(dq32, WS_ROWS),
         h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
         NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"],
         num_warps=cfg.num_warps,
