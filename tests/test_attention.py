@@ -555,8 +555,8 @@ def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
     sig |= {"lse2_desc": row_type, "delta_desc": row_type, "dq_desc": dq_type, "H": "i32", "N": "i32", "N_PAD": "i32",
             "GROUP": "i32", "sm_scale": "fp32", "qk_scale": "fp32"}
     regs = attn.ws_registers(2)
-    consts = {"NUM_STAGES": cfg.num_stages, "IS_CAUSAL": causal, "CONSUMER_REGS": regs["consumer"],
-              "LOADER_REGS": regs["loader"]}
+    consts = {"NUM_STAGES": cfg.num_stages, "DS_STAGES": attn.BWD_WS_DS_STAGES, "IS_CAUSAL": causal,
+              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"]}
     compiled = asm.compile_for_hopper(attn.attention_bwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
     ptx = compiled.ptx
     assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
@@ -569,9 +569,9 @@ def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
     if compiled.resources is None:
         pytest.skip("this Triton carries no cuobjdump")
     # At D = 128 a consumer holds dK and dV (128 registers a thread) next to the block's scores and,
-    # in its turn, dQ (64 more): triton 3.6 spills 88 (full) and 104 (causal) bytes, 3.9 128. The bound
-    # lets that stand (the kernel measured faster than the tl.dot pair all the same) and catches more.
-    spill_limit = 128 if head_dim == 128 else 0
+    # in its turn, dQ (64 more): triton 3.6 keeps a stack frame of 24 (full) and 32 (causal) bytes,
+    # 3.9 none. The bound lets that stand and catches heavier spilling.
+    spill_limit = 32 if head_dim == 128 else 0
     assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= spill_limit, (
         f"the warp-specialized backward spills registers: {compiled.resources}"
     )

@@ -833,15 +833,17 @@ def _ws_bwd_load(q_desc, k_desc, v_desc, do_desc, lse2_desc, delta_desc, q_smem,
 
 
 @gluon.jit
-def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, ds_c, ds_0, ds_1, dq_smem,
+def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, ds_smem, dq_smem,
                     q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
                     z, h_kv, GROUP, n0c, j_start, n_q, qk_scale, sm_scale, causal, c):
     # Consumer c: key rows [n0c, n0c + ROWS) (its K_c, V_c), computed transposed (keys along the
-    # tile rows) as in attention_bwd_dkdv_kernel. k_0, k_1, ds_0, ds_1: both consumers' K and dS
-    # buffers, which the block's dQ reads.
+    # tile rows) as in attention_bwd_dkdv_kernel. k_0, k_1: both consumers' K buffers, which the
+    # block's dQ reads with both consumers' dS: ds_smem holds DS_STAGES pairs of dS buffers, block it
+    # using pair it % DS_STAGES (consumer c's at 2 * pair + c).
     ROWS: gl.constexpr = q_smem.shape[3]
     HEAD_DIM: gl.constexpr = q_smem.shape[4]
     NUM_STAGES: gl.constexpr = q_smem.shape[0]
+    DS_STAGES: gl.constexpr = ds_smem.shape[0] // 2
     dtype: gl.constexpr = q_smem.dtype
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, ROWS, 16])
@@ -887,19 +889,21 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
         dv = warpgroup_mma(p16, dos, dv, is_async=True)  # dV += Pᵀ dO, while dSᵀ is computed
         dpt = warpgroup_mma_wait(1, deps=(dpt,))
         ds = (pt * (dpt - delta_smem.index(slot).load(col_layout)[None, :])).to(dtype)  # dSᵀ, without sm_scale
-        mbarrier.wait(ds_free, (it & 1) ^ 1)  # the previous block's dQ has read both dS buffers
-        ds_c.store(ds)
+        pair = it % DS_STAGES
+        use = (it // DS_STAGES) & 1
+        mbarrier.wait(ds_free.index(pair), use ^ 1)  # the dQ of the pair's previous block has read it
+        ds_smem.index(2 * pair + c).store(ds)
         fence_async_shared()
-        mbarrier.arrive(ds_full)
+        mbarrier.arrive(ds_full.index(pair))
         dk = warpgroup_mma(gl.convert_layout(ds, a_layout), qs, dk, is_async=True)  # dK += dSᵀ Q
         dv, dk = warpgroup_mma_wait(0, deps=(dv, dk))
         mbarrier.arrive(empty.index(slot))
         if it % 2 == c:  # this block's dQ = dS K over both consumers' keys, added into the float32 buffer
-            mbarrier.wait(ds_full, it & 1)
-            dq = warpgroup_mma(ds_0.permute((1, 0)), k_0, no_dq, use_acc=False, is_async=True)
-            dq = warpgroup_mma(ds_1.permute((1, 0)), k_1, dq, is_async=True)
+            mbarrier.wait(ds_full.index(pair), use)
+            dq = warpgroup_mma(ds_smem.index(2 * pair).permute((1, 0)), k_0, no_dq, use_acc=False, is_async=True)
+            dq = warpgroup_mma(ds_smem.index(2 * pair + 1).permute((1, 0)), k_1, dq, is_async=True)
             dq = warpgroup_mma_wait(0, deps=(dq,))
-            mbarrier.arrive(ds_free)
+            mbarrier.arrive(ds_free.index(pair))
             gl_tma.store_wait(0)  # this consumer's previous reduce-add has read dq_smem
             dq_tile.store(dq * sm_scale)
             fence_async_shared()
@@ -907,7 +911,11 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
 
     # dK and dV leave through this consumer's K and V buffers, no longer read (every MMA was waited
     # for, and the other consumer's last dQ read K before it arrived on ds_free); rows past N dropped.
-    mbarrier.wait(ds_free, ((GROUP * nj) & 1) ^ 1)
+    # The last DS_STAGES blocks' dQ are waited for, one per pair: the other consumer's turn was among them.
+    last = GROUP * nj - 1
+    for back in gl.static_range(DS_STAGES):
+        if last >= back:
+            mbarrier.wait(ds_free.index((last - back) % DS_STAGES), ((last - back) // DS_STAGES) & 1)
     gl_tma.store_wait(0)
     v.store(dv.to(dtype))
     k.store((dk * sm_scale).to(dtype))
@@ -921,7 +929,8 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
 def attention_bwd_ws_kernel(
     q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc, lse2_desc, delta_desc, dq_desc,
     H, N, N_PAD, GROUP, sm_scale, qk_scale,
-    NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+    NUM_STAGES: gl.constexpr, DS_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+    LOADER_REGS: gl.constexpr,
 ):
     # Program (i, z * H_kv + h_kv): key rows [i * 2 * ROWS, (i + 1) * 2 * ROWS) of key/value head h_kv.
     # Descriptors of the whole 4-D tensors in blocks of 1 x 1 x ROWS x D (dq_desc: the float32 dQ
@@ -945,22 +954,23 @@ def attention_bwd_ws_kernel(
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [2] + k_desc.block_type.shape, k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [2] + v_desc.block_type.shape, v_desc.layout)
     ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([ROWS, ROWS], q_desc.dtype)
-    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, ROWS, ROWS], ds_layout)
+    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2 * DS_STAGES, ROWS, ROWS], ds_layout)  # pairs by block
     dq_smem = gl.allocate_shared_memory(gl.float32, [2] + dq_desc.block_type.shape, dq_desc.layout)
     q_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     do_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     kv_bars = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    ds_full = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    ds_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ds_full = gl.allocate_shared_memory(gl.int64, [DS_STAGES, 1], mbarrier.MBarrierLayout())
+    ds_free = gl.allocate_shared_memory(gl.int64, [DS_STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2):
         mbarrier.init(kv_bars.index(i), count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(q_ready.index(i), count=1)
         mbarrier.init(do_ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)  # one arrival per consumer
-    mbarrier.init(ds_full, count=2)  # both consumers' dS are in shared memory
-    mbarrier.init(ds_free, count=1)  # the consumer whose turn it was has read them
+    for i in gl.static_range(DS_STAGES):
+        mbarrier.init(ds_full.index(i), count=2)  # both consumers' dS are in shared memory
+        mbarrier.init(ds_free.index(i), count=1)  # the consumer whose turn it was has read them
 
     c0 = zh_kv * 0  # the consumers' numbers c0, c0 + 1 as tensors
     causal = c0 + IS_CAUSAL
@@ -970,11 +980,11 @@ def attention_bwd_ws_kernel(
     GROUP = c0 + GROUP
     gl.warp_specialize([
         (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(0), v_smem.index(0), k_smem.index(0),
-                           k_smem.index(1), ds_smem.index(0), ds_smem.index(0), ds_smem.index(1), dq_smem.index(0),
+                           k_smem.index(1), ds_smem, dq_smem.index(0),
                            q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
                            z, h_kv, GROUP, n0, j_start, n_q, qk_scale, sm_scale, causal, c0)),
         (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(1), v_smem.index(1), k_smem.index(0),
-                           k_smem.index(1), ds_smem.index(1), ds_smem.index(0), ds_smem.index(1), dq_smem.index(1),
+                           k_smem.index(1), ds_smem, dq_smem.index(1),
                            q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
                            z, h_kv, GROUP, n0 + ROWS, j_start, n_q, qk_scale, sm_scale, causal, c0 + 1)),
         (_ws_bwd_load, (q_desc, k_desc, v_desc, do_desc, lse2_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
@@ -1065,6 +1075,16 @@ _BWD_WS_TILES = {
     64: AttentionConfig(64, 128, 4, 2),
     128: AttentionConfig(64, 128, 4, 2),
 }
+# Pairs of dS buffers the warp-specialized backward alternates between by query block. With one pair,
+# the consumer that is not computing a block's dQ must wait for the other's dQ matmuls before it
+# writes its next dS; with two it need not. Two pairs take 16 KB more shared memory (225.6 KB of the
+# 227 KB a program may have at D = 128) and left the compiler fewer registers to spill at D = 128
+# (sm_90 stack frame: triton 3.6 80 bytes with one pair, 24-32 with two; triton 3.9 112-120 and 0).
+# Measured on an NVIDIA H200 (triton 3.6, torch 2.11, 2026-11-23, float16, B·N = 16k tokens,
+# H·D = 2048, N = 1024 ... 16384, one interleaved run with cuDNN): two pairs were faster at every
+# shape, D = 128 by 2-5% (ratio to cuDNN 0.97-1.02 against 0.93-0.98), D = 64 by 1-7% (0.99-1.06
+# against 0.97-1.05).
+BWD_WS_DS_STAGES = 2
 
 
 def ws_registers(consumers: int) -> dict[str, int]:
@@ -1502,8 +1522,8 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
         _ws_descriptor(dk, WS_ROWS), _ws_descriptor(dv, WS_ROWS), _ws_rows_descriptor(lse2), _ws_rows_descriptor(delta),
         _ws_descriptor(dq32, WS_ROWS),
         h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
-        NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"],
-        num_warps=cfg.num_warps,
+        NUM_STAGES=cfg.num_stages, DS_STAGES=BWD_WS_DS_STAGES, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"],
+        LOADER_REGS=regs["loader"], num_warps=cfg.num_warps,
     )
     dq.copy_(dq32)
 
