@@ -391,8 +391,8 @@ for doc, live in results:
 #   that, read the plots rather than the rule: in the recorded H200 run, step 1's four warps
 #   are *faster* than step 2 for 16-bit rows of 4096 to 16384 columns. Warps are not the whole
 #   story: the final forward holds those rows 1-D, one per program, in 8 warps, and in the
-#   recorded run it matches step 1 at each of these lengths, within half a percent, and is well
-#   ahead at 4096 rows of 16384.
+#   recorded run it is at least as fast as step 1 at each of these lengths: level at 16384 rows
+#   of 8192, 1.2 times as fast at 4096 rows of 16384.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
 #   2048 columns, where one row is too little work for a program; the two-pass path carries the
 #   speed to rows too long for registers.

@@ -602,16 +602,16 @@ for d in (64, 128):
 # %%
 # What it gains is measured with the other variants further down: the benchmark records step 4
 # (``step-4-tma``) beside the final kernel, and "What each step bought" prints step 5 against step 4
-# and cuDNN at every length. In the run recorded on an H200 on 2026-11-23 (triton 3.6.0, torch 2.11,
-# float16), step 5 at ``D = 128`` was 15-21% faster than step 4 without a mask, and with a causal
-# mask from level at ``N = 1024`` to 28% faster at ``N = 16384``. At ``D = 64`` it was 5% faster
-# at ``N = 2048``, 11% at 4096 and 16-18% from 8192 on (causal: 12% and 21% at 8192 and 16384; the
-# shorter causal lengths run step 4). At ``N = 1024`` a
+# and cuDNN at every length. In the run recorded on an H200 on 2026-11-23 at 08:26 UTC (triton
+# 3.6.0, torch 2.11, float16), step 5 at ``D = 128`` was 14-19% faster than step 4 without a mask,
+# and with a causal mask from 2% faster at ``N = 1024`` to 28% at ``N = 16384``. At ``D = 64`` it
+# was 7% faster at ``N = 2048``, 11% at 4096 and 16-20% from 8192 on (causal: 14% and 22% at 8192
+# and 16384; the shorter causal lengths run step 4). At ``N = 1024`` a
 # program sees only 8 key blocks (fewer when causal), so its first block and its last, which overlap
 # nothing, weigh more than among the 128 blocks at ``N = 16384``; cuDNN stays well ahead there. From
-# ``N = 4096`` on, the final forward ran at 0.88 to 1.11 times cuDNN, the fastest torch variant;
-# below 1.0 were ``D = 128`` without a mask at 8192 and 16384 (0.96 and 1.00), ``D = 128`` with a
-# mask at 4096 (0.97), and ``D = 64`` with a mask at 4096 (0.88), where step 4 still runs.
+# ``N = 4096`` on, the final forward ran at 0.89 to 1.09 times cuDNN, the fastest torch variant;
+# below 1.0 were ``D = 128`` without a mask at 16384 (0.97) and ``D = 64`` with a mask at 4096
+# (0.89), where step 4 still runs.
 
 # %%
 # The backward pass
@@ -707,8 +707,13 @@ for name, kv_table, dq_table in (("pointers", BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS),
 # addition itself is left to the copy engine: the TMA's reduce-add sends a whole tile from shared
 # memory and adds it in L2, without a thread waiting for it. Each consumer puts its ``dS`` in
 # shared memory, and on alternate blocks one of them computes the whole tile ``dS K`` over both
-# halves: one float32 tile per program and query block. That is still much traffic. At the
-# benchmark's shapes:
+# halves: one float32 tile per program and query block. The ``dS`` buffers come in two pairs,
+# used by alternate blocks: a consumer writes the next block's ``dS`` while the other still reads
+# the last one's. With one pair, at every block the consumer not computing ``dQ`` waited for the
+# other's ``dQ`` matmuls before writing its next ``dS``; the second pair (16 KB of shared memory)
+# made the kernel 2-5% faster at ``D = 128`` and 1-7% at ``D = 64`` in one H200 run (2026-11-23,
+# triton 3.6.0, float16, the benchmark's shapes). The float32 tiles are still much traffic. At
+# the benchmark's shapes:
 
 for n in (1024, SEQ_LENS[-1]):
     b, h = TOKENS // n, CHANNELS // 128
@@ -732,7 +737,8 @@ print(inspect.getsource(_ws_bwd_consume.fn))
 # programs reach them, so ``dq`` can differ between two runs in its last bits. With
 # ``torch.use_deterministic_algorithms(True)``, ``"auto"`` takes the tl.dot pair instead. In a
 # probe on an H200 (2026-11-23, triton 3.6.0, float16, the benchmark's shapes, both kernels timed
-# in one run), the one kernel was faster than the pair at 11 of 12 shapes: by 8-19% at
+# in one run), the one kernel, still with one pair of ``dS`` buffers, was faster than the pair at
+# 11 of 12 shapes: by 8-19% at
 # ``D = 128`` and 6-21% at ``D = 64``, and 5% slower at ``D = 64``, ``N = 1024`` with a mask.
 #
 # The gradients through autograd (the kernels ``"auto"`` picks here), against float64 autograd of

@@ -792,7 +792,8 @@ def attention_bwd_dq_kernel(
 # loader warp streams the query blocks (Q, dO, and their lse2 and delta rows) into a ring. dQ of a
 # query block sums the contributions of every key block, so programs add theirs into a float32 buffer
 # with the TMA's reduce-add. To halve that traffic, both consumers put their dS in shared memory and
-# one of them, in turn, computes the block's whole dQ from both halves.
+# one of them, in turn, computes the block's whole dQ from both halves. The dS buffers come in
+# DS_STAGES pairs, used by consecutive blocks in turn (see BWD_WS_DS_STAGES).
 #
 # triton 3.6's Gluon has no name for the TMA reduce-add (later versions call it tma.async_atomic_add):
 # the same operation through the builder.
