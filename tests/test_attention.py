@@ -569,9 +569,9 @@ def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
     if compiled.resources is None:
         pytest.skip("this Triton carries no cuobjdump")
     # At D = 128 a consumer holds dK and dV (128 registers a thread) next to the block's scores and,
-    # in its turn, dQ (64 more): triton 3.6 keeps a stack frame of 24 (full) and 32 (causal) bytes,
-    # 3.9 none. The bound lets that stand and catches heavier spilling.
-    spill_limit = 32 if head_dim == 128 else 0
+    # in its turn, dQ (64 more): a stack frame of 24 (full) and 32 (causal) bytes with triton 3.6, 32
+    # and 40 with 3.8, none with 3.9. The bound lets that stand and catches heavier spilling.
+    spill_limit = 48 if head_dim == 128 else 0
     assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= spill_limit, (
         f"the warp-specialized backward spills registers: {compiled.resources}"
     )

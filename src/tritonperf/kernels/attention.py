@@ -1080,7 +1080,8 @@ _BWD_WS_TILES = {
 # the consumer that is not computing a block's dQ must wait for the other's dQ matmuls before it
 # writes its next dS; with two it need not. Two pairs take 16 KB more shared memory (225.6 KB of the
 # 227 KB a program may have at D = 128) and left the compiler fewer registers to spill at D = 128
-# (sm_90 stack frame: triton 3.6 80 bytes with one pair, 24-32 with two; triton 3.9 112-120 and 0).
+# (sm_90 stack frame with one pair and with two: triton 3.6 80 and 24-32 bytes, 3.8 80-104 and 32-40,
+# 3.9 112-120 and 0).
 # Measured on an NVIDIA H200 (triton 3.6, torch 2.11, 2026-11-23, float16, B·N = 16k tokens,
 # H·D = 2048, N = 1024 ... 16384, one interleaved run with cuDNN): two pairs were faster at every
 # shape, D = 128 by 2-5% (ratio to cuDNN 0.97-1.02 against 0.93-0.98), D = 64 by 1-7% (0.99-1.06
