@@ -317,6 +317,13 @@ _tma_store = getattr(gl_tma, "async_store", None) or gl_tma.async_copy_shared_to
 WS_ROWS = 64  # query rows per consumer warpgroup: one wgmma tile's height (4 warps x 16 rows)
 
 
+@gluon.constexpr_function
+def _wgmma_layout(width):
+    # wgmma's register layout for one warpgroup's tile: 4 warps along the rows, instructions 16 rows
+    # tall and `width` columns wide (16-bit inputs: 16 deep).
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, width, 16])
+
+
 @gluon.jit
 def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
              z, h, h_kv, m0, n_blocks):
@@ -383,12 +390,9 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     NUM_STAGES: gl.constexpr = k_smem.shape[0]
     dtype: gl.constexpr = q_smem.dtype
-    # wgmma's register layouts: 4 warps along the rows, instructions 16 rows tall and as wide as the
-    # block (16-bit inputs: 16 deep). P enters the second MMA from registers, in its operand layout.
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 16])
+    # P enters the second MMA from registers, in its operand layout.
+    s_layout: gl.constexpr = _wgmma_layout(BLOCK_N)
+    o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM)
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     o_rows: gl.constexpr = gl.SliceLayout(1, o_layout)
 
@@ -846,10 +850,8 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
     NUM_STAGES: gl.constexpr = q_smem.shape[0]
     DS_STAGES: gl.constexpr = ds_smem.shape[0] // 2
     dtype: gl.constexpr = q_smem.dtype
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, ROWS, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 16])
+    s_layout: gl.constexpr = _wgmma_layout(ROWS)
+    o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     col_layout: gl.constexpr = gl.SliceLayout(0, s_layout)
 
