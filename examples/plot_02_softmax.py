@@ -30,7 +30,6 @@ from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize
 from tritonperf.kernels.softmax import (
     MAX_FUSED_N,
-    MAX_FUSED_N_FWD_16BIT,
     softmax,
     softmax_backward,
     softmax_backward_reference,
@@ -160,24 +159,27 @@ print("step 2 matches the reference")
 #   GB/s on the H200, against 3353 once the launcher passes the row's alignment (``ALIGN``, here
 #   8) and the kernel rewrites ``n_cols`` and the strides in a form that shows it;
 # * a launch loop that lets the same kernel run on a **persistent grid** (fewer programs than
-#   row blocks, each looping), a knob to try; by default there is one program per block, and the
-#   kernel is compiled without the loop (``ONE_BLOCK``), for packed rows as for single ones;
+#   row blocks, each looping). By default there is one program per block, and the kernel is
+#   compiled without the loop (``ONE_BLOCK``), for packed rows as for single ones. The exception
+#   is the forward of 16-bit rows of 32768 columns (``PREFETCH_BLOCKS``): there a row fills all
+#   1024 threads' registers, so one program runs per SM and nothing overlaps its reductions with
+#   loads. On a grid of one program per SM with ``num_stages=3``, Triton's software pipeliner
+#   copies the next two rows into shared memory (``cp.async``, 128 KB) while the current one is
+#   reduced; on the H200 that was 21% faster;
 # * row offsets in 64-bit integers, so tensors of more than 2\ :sup:`31` elements work.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: softmax_fwd_kernel
 #
 # The configurations it picks for 4096 rows of float16 on this machine. Rows of up to
-# ``MAX_FUSED_N`` columns are held in registers; in the forward of 16-bit rows, up to
-# ``MAX_FUSED_N_FWD_16BIT``. There each of 1024 threads holds 64 float32 values, all a thread of
-# so large a program can have, and the compiler spills a few of them to local memory. It still
-# measured faster than the two passes below (the numbers are in the source's comment).
+# ``MAX_FUSED_N`` columns are held in registers: at that length each of 1024 threads holds 32
+# float32 values.
 
-print(f"MAX_FUSED_N = {MAX_FUSED_N}, MAX_FUSED_N_FWD_16BIT = {MAX_FUSED_N_FWD_16BIT}")
-for n in (256, 1024, 4096, 5120, 16384, 65536, 1 << 20):
+print(f"MAX_FUSED_N = {MAX_FUSED_N}")
+for n in (256, 1024, 4096, 5120, 16384, 32768, 65536, 1 << 20):
     plan = softmax_plan(4096, n, torch.float16, "fwd", DEVICE)
     print(f"N = {n:7}: path {plan.path:6}  block {plan.block_n:5}  rows/program {plan.rows_per_program:2}  "
-          f"warps {plan.num_warps:2}  programs {plan.grid}")
+          f"warps {plan.num_warps:2}  stages {plan.num_stages}  programs {plan.grid}")
 
 y = poisoned(shape, torch.float16, DEVICE)
 softmax(x, y)
@@ -211,16 +213,16 @@ print(f"running max {m.item():.6f}, running sum {s.item():.6f}")
 print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max()).sum().item():.6f}")
 
 # %%
-# In the kernel every lane of a tile keeps its own running pair, so the loop needs no
-# reduction across threads; the lanes' pairs are folded into one at the end with the same
-# rescaling rule. A lane that has seen only ``-inf`` keeps a sum of 0 rather than the NaN of
-# ``-inf - (-inf)``:
+# The kernel does the same per tile: the tile's maximum first (a reduction across the
+# program's threads), then one exponential per element. Each lane keeps its own partial sum,
+# added up across lanes once, at the end. The first version kept a maximum per lane instead,
+# which needs no reduction in the loop but two exponentials per element (the new value's and the
+# rescaling's); exponentials run on the SMs' special-function units, and at float16 rates that
+# made it 11% slower on the H200. While only ``-inf`` has been seen the sum stays 0 rather than
+# becoming the NaN of ``-inf - (-inf)``:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: _online_stats
-#
-# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
-#    :pyobject: _combine
 #
 # The second pass walks the row from its last tile to its first. The first pass has just read
 # the row, so most of it is still in L2; the tiles read last are the likeliest to be there:
@@ -231,11 +233,19 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: softmax_fwd_online_kernel
 #
-# One program per row keeps the two passes of a row close in time, but a few long rows would
-# leave most SMs idle. When there are fewer rows than SMs, rows are cut into chunks instead: a
+# One program per row keeps the two passes of a row close in time. How much of the row is still
+# in L2 depends on how many rows are in flight: with 4096 rows of 65536 float16 values, ncu
+# counted 1.03 times the input read from memory with one program per SM and 1.51 times with two.
+# Two were still 20% faster in the forward (more loads in flight), so that is the default there
+# (``ONLINE_PROGRAMS_PER_SM``); the backward, whose rows are twice the bytes, keeps one.
+#
+# A few long rows would leave most SMs idle. When there are fewer rows than SMs, rows are cut into chunks instead: a
 # first kernel writes the (maximum, sum) pair of every chunk, and a second combines a row's pairs,
 # by the same rule, before writing its chunk (``softmax_fwd_partial_kernel`` and
-# ``softmax_fwd_split_kernel``).
+# ``softmax_fwd_split_kernel``):
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: _combine
 #
 # The interpreter is slow, so on the CPU the thresholds are lowered to send short rows down the
 # same two paths; on a GPU the rows are as long as the benchmark's:

@@ -83,6 +83,23 @@ def test_vector_add_any_n_is_not_vectorized():
 
 
 @needs_cuda_compiler
+def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
+    # 16-bit forward rows of 32768: a persistent loop whose next rows are copied into shared
+    # memory (cp.async) while one is reduced. NUM_STAGES - 1 rows of 64 KB are in flight, which
+    # must fit in the 227 KB a Hopper program may have, and the row in registers must not spill.
+    plan = softmax.softmax_plan(4096, 32768, torch.float16)
+    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
+    consts = {"BLOCK_N": plan.block_n, "ROWS": 1, "NUM_STAGES": plan.num_stages, "ONE_BLOCK": False, "ALIGN": 16}
+    c = asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, consts, num_warps=plan.num_warps,
+                               num_stages=plan.num_stages, divisible_by_16=list(sig))
+    row_bytes = 32768 * 2
+    assert (plan.num_stages - 1) * row_bytes <= c.shared_bytes <= 227 * 1024
+    assert asm.count(c.ptx, asm.ASYNC_COPY) > 0
+    if c.resources is not None:
+        assert c.resources.local_memory_bytes == 0
+
+
+@needs_cuda_compiler
 @pytest.mark.parametrize("align", [1, 8])
 def test_softmax_rows_aligned_to_8_take_vector_loads_once_the_kernel_is_told(align):
     # 3000 float16 columns: the length and the row strides are multiples of 8, not of 16, so a

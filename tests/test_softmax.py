@@ -13,8 +13,8 @@ from tritonperf.kernels.softmax import (
     BWD_MAX_WARPS,
     FUSED_ELEMENTS,
     MAX_FUSED_N,
-    MAX_FUSED_N_FWD_16BIT,
     MIN_ELEMENTS_PER_THREAD,
+    PREFETCH_STAGES,
     softmax,
     softmax_backward,
     softmax_backward_reference,
@@ -40,9 +40,9 @@ SHAPES = [
 ] + (
     [
         (4096, 5120),  # an LLM hidden size, the benchmark's rows
-        (4097, MAX_FUSED_N),  # the longest row held in registers, except 16-bit forward rows
-        (4097, MAX_FUSED_N + 1),  # the shortest row streamed by the online path (16-bit forward: held)
-        (1000, MAX_FUSED_N_FWD_16BIT),  # the longest 16-bit forward row held in registers
+        (4097, MAX_FUSED_N),  # the longest row held in registers; 16-bit forward: prefetched rows, persistent grid
+        (4097, MAX_FUSED_N + 1),  # the shortest row streamed by the online path
+        (1000, 65536),  # online, whole tiles only; the forward's two programs per SM
         (300, 65536 + 5),  # online, more rows than SMs: one program per row, persistent grid
         (3, 2**20 + 7),  # online, fewer rows than SMs: rows split into chunks
     ]
@@ -325,14 +325,22 @@ def test_plan_paths_and_packing():
     assert softmax_plan(4096, MAX_FUSED_N, f).path == "fused"
     assert softmax_plan(4096, MAX_FUSED_N + 1, f).path == "online"
     assert softmax_plan(4096, MAX_FUSED_N + 1, h, "bwd").path == "online"
-    # The forward of 16-bit rows is held in registers up to MAX_FUSED_N_FWD_16BIT columns, in 32 warps.
-    assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT, h).path == "fused"
-    assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT, torch.bfloat16).num_warps == 32
+    # The forward of 16-bit rows of the PREFETCH_BLOCKS widths: one program per SM (4 on the CPU),
+    # each loading its next rows into shared memory while it works on one.
+    for dtype in (h, torch.bfloat16):
+        plan = softmax_plan(4096, MAX_FUSED_N, dtype)
+        assert (plan.path, plan.grid, plan.num_stages, plan.num_warps) == ("fused", 4, PREFETCH_STAGES, 32)
+    assert softmax_plan(4096, MAX_FUSED_N, f).num_stages == softmax_plan(4096, MAX_FUSED_N, h, "bwd").num_stages == 1
+    assert softmax_plan(4096, MAX_FUSED_N // 2, h).grid == 4096
+    knobs = softmax_plan(4096, MAX_FUSED_N, h, num_stages=2, programs_per_sm=2)
+    assert (knobs.num_stages, knobs.grid) == (2, 8)
     # The backward's long rows: a warp per BWD_COLUMNS_PER_WARP columns, capped by element size.
     assert softmax_plan(4096, 5120, h, "bwd").num_warps == softmax_plan(4096, 5120, f, "bwd").num_warps == 8
     assert softmax_plan(4096, MAX_FUSED_N, h, "bwd").num_warps == BWD_MAX_WARPS[2] == 16
     assert softmax_plan(4096, MAX_FUSED_N, f, "bwd").num_warps == BWD_MAX_WARPS[4] == 8
-    assert softmax_plan(4096, MAX_FUSED_N_FWD_16BIT + 1, h).path == "online"
+    # Online: two programs per SM in the forward, one in the backward (ONLINE_PROGRAMS_PER_SM).
+    assert softmax_plan(4096, 65536, h).grid == 8
+    assert softmax_plan(4096, 65536, h, "bwd").grid == 4
     assert softmax_plan(4096, 65536, f, max_fused_n=65536).path == "fused"
     assert softmax_plan(4096, 65536, h, max_fused_n=MAX_FUSED_N).path == "online"
     # Fewer rows than SMs (4 on the CPU): rows are split into chunks that keep every SM busy.

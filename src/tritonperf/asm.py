@@ -585,6 +585,7 @@ SHARED_STORE = r"\bst\.shared(::cta)?\."  # triton 3.8 writes st.shared::cta
 SHARED_LOAD = r"\bld\.shared(::cta)?\."
 BARRIER = r"\bbar\.sync\b"
 SHUFFLE = r"\bshfl\.sync\."
+ASYNC_COPY = r"\bcp\.async\.(ca|cg)\.shared"  # global to shared memory without passing through registers
 XOR = r"\bxor\.b(32|64)\b"
 
 

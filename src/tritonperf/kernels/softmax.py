@@ -9,8 +9,8 @@ Three ways through a row, chosen by :func:`softmax_plan`:
 
 * ``"fused"``: the whole row sits in registers, one pass over memory; several short rows share a program.
 * ``"online"``: a row too long for registers is read twice by one program. The first pass keeps a
-  running maximum and a running sum of exponentials (each rescaled whenever the maximum grows),
-  the second writes the output; it finds most of the row still in L2.
+  running maximum and a running sum of exponentials (the sum rescaled whenever the maximum grows),
+  the second writes the output; it finds part of the row still in L2.
 * ``"split"``: the online method when there are fewer rows than SMs: each row is cut into chunks
   handled by separate programs, whose partial (maximum, sum) pairs are combined by the writers.
 
@@ -208,9 +208,9 @@ def softmax_bwd_kernel(
 # -- kernels: rows streamed in tiles (online softmax) --------------------------------------------------
 @triton.jit
 def _combine(m, s):
-    # Fold lane-wise pairs (m, s) -- a running maximum and a sum of exp(x - m) -- into one pair.
-    # Each sum is rescaled to the common maximum by exp(m - max). A group that saw only -inf has
-    # max -inf and sum 0 (not the NaN of -inf - -inf), so merging it with other chunks is harmless.
+    # Fold the split path's per-chunk pairs (m, s) -- a chunk's maximum and its sum of exp(x - m) --
+    # into the row's pair. Each sum is rescaled to the common maximum by exp(m - max). A chunk that
+    # saw only -inf has max -inf and sum 0 (not the NaN of -inf - -inf), so merging it is harmless.
     row_max = tl.max(m, axis=0)
     ref = tl.where(row_max == -float("inf"), 0.0, row_max)
     return row_max, tl.sum(s * tl.exp(m - ref), axis=0)
@@ -218,19 +218,22 @@ def _combine(m, s):
 
 @triton.jit
 def _online_stats(x_row, start, end, TILE_N: tl.constexpr, NUM_STAGES: tl.constexpr):
-    # Pass 1 over columns [start, end) of one row, a tile at a time. Every lane keeps its own running
-    # maximum m and sum s of exp(x - m); when a lane's maximum grows, its sum is rescaled by
-    # exp(m_old - m_new). No cross-lane reduction happens until the end, in _combine.
-    m = tl.full([TILE_N], -float("inf"), tl.float32)
+    # Pass 1 over columns [start, end) of one row, a tile at a time: the running maximum m of the
+    # tiles so far (one number) and, lane-wise, sums s of exp(x - m), rescaled by exp(m_old - m_new)
+    # when a tile raises m. Taking each tile's maximum first costs a reduction across the program
+    # per tile but leaves one exponential per element; a maximum per lane, needing no such
+    # reduction, took two (the new value's and the rescaling's), and on an H200 (triton 3.6, torch
+    # 2.11, 2026-11-23, 4096 rows of 65536 columns) ran 3% slower in float32 and 11% in float16.
+    m = tl.full([], -float("inf"), tl.float32)
     s = tl.zeros([TILE_N], tl.float32)
     for t in tl.range(start, end, TILE_N, num_stages=NUM_STAGES):
         cols = t + tl.arange(0, TILE_N)
         x = tl.load(x_row + cols, mask=cols < end, other=-float("inf"), eviction_policy="evict_last").to(tl.float32)
-        m_new = tl.maximum(m, x)
-        ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # a lane that saw only -inf keeps s = 0
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        ref = tl.where(m_new == -float("inf"), 0.0, m_new)  # while only -inf has been seen, s stays 0
         s = s * tl.exp(m - ref) + tl.exp(x - ref)
         m = m_new
-    return _combine(m, s)
+    return m, tl.sum(s, axis=0)
 
 
 @triton.jit
@@ -390,13 +393,19 @@ def softmax_bwd_split_kernel(
 # Measured on an H200 (triton 3.6): at 32768 columns one row in 32 warps reads memory once and ran at
 # 0.68–0.87 × the copy ceiling, against 0.51–0.70 × for the online path.
 MAX_FUSED_N = 32768  # longest row held in registers; longer rows take the online path
-# ... except in the forward of 16-bit rows, held up to this length. In 32 warps a row of 65536 is
-# 64 float32 values a thread, the most a thread of a 1024-thread program can have in registers, so
-# the compiler spills a little (168 bytes a thread for sm_90, triton 3.6); it still beat the online
-# path in an interleaved H200 comparison (triton 3.6, torch 2.11, 2026-11-22, 4096 rows of 65536): float16 2290 GB/s against
-# 2096 (torch 2229), bfloat16 2664 against 2026 (torch 2184). float32 rows (2703 against 2959) and
-# the backward, which holds two rows (548 against 3144 in float16), stay online.
-MAX_FUSED_N_FWD_16BIT = 65536
+# The forward of 16-bit rows of 65536 was held in registers too, in 32 warps that spilled a little.
+# Once the online path took one exponential per element and two programs per SM, it won
+# (interleaved H200 comparison, triton 3.6, torch 2.11, 2026-11-23, 4096 rows of 65536, GB/s):
+# float16 2865 against 2256, bfloat16 2816 against 2664 (torch 2229 and 2193).
+# 16-bit rows of this block width, in the forward, are pipelined: a persistent grid of one program
+# per SM whose loop over rows loads the next PREFETCH_STAGES - 1 rows into shared memory (64 KB
+# each) while it works on one. A program of 32 warps fills an SM's registers, so with one program
+# per row no other program's loads overlap its reductions and its stores. Interleaved H200
+# comparison (same day, 4096 rows of 32768): float16 3801 GB/s against 3140, bfloat16 3656 against
+# 3234 (torch 2313 and 2215). With 2 stages 2694-2896 in float16; at 16384 columns the same
+# persistent grid with 1 or 2 programs per SM lost 5-8% to one program per row.
+PREFETCH_BLOCKS = {("fwd", 2): (32768,)}  # BLOCK_N values, by (direction, bytes per element)
+PREFETCH_STAGES = 3
 FUSED_ELEMENTS = 1024  # short rows are packed into one program until it holds this many elements
 # Fused path: a warp for every 32 x ELEMENTS_PER_THREAD elements a program holds (the tensors it
 # reads together), counted on the real columns, not the block's padding, and rounded down to a power
@@ -448,7 +457,11 @@ MAX_ROWS_PER_PROGRAM = 64
 ONLINE_TILE_N = 8192
 ONLINE_NUM_WARPS = {"fwd": 16, "bwd": 8}
 ONLINE_NUM_STAGES = 3
-L2_SHARE = 0.5  # online path: the rows in flight are kept within this share of L2, for pass 2 to hit it
+# Online path, programs per SM. The second pass finds a row in L2 only while few rows are in flight:
+# at 4096 rows of 65536 float16 (ncu, H200) the forward read 1.03 x the input from memory with one
+# program per SM and 1.51 x with two, yet two ran 20% faster (more loads in flight). The backward,
+# whose rows are twice the bytes (y and dy), was 10% faster with one (same comparison).
+ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 
 Path = Literal["fused", "online", "split"]
 
@@ -483,11 +496,8 @@ class SoftmaxPlan:
 
 
 @functools.cache
-def _device_limits(device: torch.device) -> tuple[int, int]:
-    """(SM count, L2 bytes) of a CUDA device; fixed small numbers for the interpreter's CPU."""
-    if device.type != "cuda":
-        return runtime.sm_count(device), 4 << 20
-    return runtime.sm_count(device), torch.cuda.get_device_properties(device).L2_cache_size
+def _sm_count(device: torch.device) -> int:
+    return runtime.sm_count(device)
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -541,10 +551,9 @@ def softmax_plan(
         n_rows, n_cols: the problem, rows × columns (both ≥ 1).
         dtype: element type of the tensors.
         direction: ``"fwd"`` (reads one tensor) or ``"bwd"`` (reads two).
-        device: the device the launch runs on (its SM count and L2 size size the grid).
+        device: the device the launch runs on (its SM count sizes persistent grids).
         max_fused_n: longest row held in registers in one pass; longer rows go online (default:
-            ``MAX_FUSED_N_FWD_16BIT`` for the forward of float16 and bfloat16 rows, ``MAX_FUSED_N``
-            otherwise).
+            ``MAX_FUSED_N``).
         rows_per_program: fused path: rows per program, a power of two (default: enough rows
             for about ``FUSED_ELEMENTS`` elements per program, one row from that many columns up,
             except where ``FUSED_ROWS`` says otherwise).
@@ -554,24 +563,25 @@ def softmax_plan(
             the backward's rows of ``BWD_WIDE_ROW`` columns and more, see
             ``BWD_COLUMNS_PER_WARP`` and, for rows read twice, ``BWD_RELOAD_COLUMNS_PER_WARP``;
             online, 16 forward and 8 backward).
-        num_stages: pipelining depth of the loops (default: 1 fused, ``ONLINE_NUM_STAGES`` online).
+        num_stages: pipelining depth of the loops (default: 1 fused, except ``PREFETCH_STAGES``
+            for the row widths of ``PREFETCH_BLOCKS``; ``ONLINE_NUM_STAGES`` online).
         programs_per_sm: a persistent grid of this many programs per SM (default: fused, one
-            program per block of rows; online, as many rows in flight as fit in half of L2).
+            program per block of rows, except one per SM for ``PREFETCH_BLOCKS``; online,
+            ``ONLINE_PROGRAMS_PER_SM``).
         tile_n: online path: tile width, a power of two (default: ``ONLINE_TILE_N``).
         split: online path: chunks per row (default: 1 when there are at least as many rows as
             SMs, otherwise enough chunks for about two programs per SM).
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
-    sms, l2 = _device_limits(torch.device(device if device is not None else "cpu"))
+    sms = _sm_count(torch.device(device if device is not None else "cpu"))
     n_tensors = 1 if direction == "fwd" else 2
     itemsize = torch.empty((), dtype=dtype).element_size()
 
-    if max_fused_n is None:
-        max_fused_n = MAX_FUSED_N_FWD_16BIT if direction == "fwd" and itemsize == 2 else MAX_FUSED_N
-    if n_cols <= max_fused_n:
+    if n_cols <= (max_fused_n or MAX_FUSED_N):
         block_n = next_power_of_2(n_cols)
         rows = rows_per_program or FUSED_ROWS.get(block_n) or _clamp(FUSED_ELEMENTS // block_n, 1, MAX_ROWS_PER_PROGRAM)
         reload = rows == 1 and block_n in RELOAD_BLOCKS.get((direction, itemsize), ())
+        prefetch = rows == 1 and block_n in PREFETCH_BLOCKS.get((direction, itemsize), ())
         if direction == "bwd" and reload:
             warps = num_warps or min(floor_power_of_2(n_cols // BWD_RELOAD_COLUMNS_PER_WARP), 32)
         elif direction == "bwd" and n_cols >= BWD_WIDE_ROW:
@@ -581,8 +591,10 @@ def softmax_plan(
             per_row = min(rows, floor_power_of_2(rows * n_cols // (32 * MIN_ELEMENTS_PER_THREAD)))
             warps = num_warps or _clamp(max(floor_power_of_2(held // (32 * ELEMENTS_PER_THREAD)), per_row), 1, 32)
         n_blocks = cdiv(n_rows, rows)
+        programs_per_sm = programs_per_sm or (1 if prefetch else None)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
-        return SoftmaxPlan("fused", block_n, rows, warps, num_stages or 1, grid, 1, n_cols, reload)
+        stages = num_stages or (PREFETCH_STAGES if prefetch else 1)
+        return SoftmaxPlan("fused", block_n, rows, warps, stages, grid, 1, n_cols, reload)
 
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
@@ -593,9 +605,7 @@ def softmax_plan(
     if chunks > 1:
         chunk_n = cdiv(n_tiles, chunks) * tile
         return SoftmaxPlan("split", tile, 1, warps, stages, n_rows, cdiv(n_cols, chunk_n), chunk_n)
-    if not programs_per_sm:
-        row_bytes = n_tensors * n_cols * itemsize
-        programs_per_sm = _clamp(int(L2_SHARE * l2 / (sms * row_bytes)), 1, 4)
+    programs_per_sm = programs_per_sm or ONLINE_PROGRAMS_PER_SM[direction]
     return SoftmaxPlan("online", tile, 1, warps, stages, min(n_rows, sms * programs_per_sm), 1, n_cols)
 
 
@@ -689,9 +699,9 @@ def softmax(
     """Softmax over the last dimension of ``x``, differentiable.
 
     Rows are the product of the leading dimensions. Rows of up to ``max_fused_n`` elements (by
-    default 65536 in float16 and bfloat16, 32768 in float32) are held in registers and read once;
-    longer rows, of any length, are streamed twice (online softmax). A row of only ``-inf`` gives
-    NaN, as in torch; large magnitudes cannot overflow. When ``x`` requires a gradient, the
+    default 32768) are held in registers and read once; longer rows, of any length, are streamed
+    twice (online softmax). A row of only ``-inf`` gives NaN, as in torch; large magnitudes cannot
+    overflow. When ``x`` requires a gradient, the
     backward pass runs :func:`softmax_backward`'s kernels.
 
     Args:
