@@ -225,7 +225,7 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 #    :pyobject: _online_stats
 #
 # The second pass walks the row from its last tile to its first. The first pass has just read
-# the row, so most of it is still in L2; the tiles read last are the likeliest to be there:
+# the row, so part of it is still in L2; the tiles read last are the likeliest to be there:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: _write_probs
@@ -239,10 +239,10 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 # Two were still 20% faster in the forward (more loads in flight), so that is the default there
 # (``ONLINE_PROGRAMS_PER_SM``); the backward, whose rows are twice the bytes, keeps one.
 #
-# A few long rows would leave most SMs idle. When there are fewer rows than SMs, rows are cut into chunks instead: a
-# first kernel writes the (maximum, sum) pair of every chunk, and a second combines a row's pairs,
-# by the same rule, before writing its chunk (``softmax_fwd_partial_kernel`` and
-# ``softmax_fwd_split_kernel``):
+# A few long rows would leave most SMs idle. When there are fewer rows than SMs, rows are cut
+# into chunks instead: a first kernel writes the (maximum, sum) pair of every chunk, and a second
+# combines a row's pairs, by the same rule, before writing its chunk
+# (``softmax_fwd_partial_kernel`` and ``softmax_fwd_split_kernel``):
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: _combine
@@ -369,7 +369,7 @@ for doc, live in results:
 # per program, though, the shortest rows give each program too few bytes to keep memory busy,
 # and from about 32768 columns on the row no longer fits in registers and spills. The final
 # kernel's sizing addresses both ends: packed rows on the left of the plot, more warps and
-# then the online path on the right, where the second read of each row mostly comes from L2.
+# then the online path on the right, where part of the second read of each row comes from L2.
 # torch's eager softmax is a single hand-written CUDA kernel, not three operations, and
 # ``torch.compile`` generates a fused Triton kernel of its own: both are fused baselines.
 #
