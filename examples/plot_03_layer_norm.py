@@ -30,7 +30,16 @@ import tritonperf
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize
-from tritonperf.kernels.norms import BWD_CONFIGS, FWD_CONFIGS, FWD_FLOAT32_CONFIGS, layer_norm_bwd, layer_norm_fwd, norm_config
+from tritonperf.kernels.norms import (
+    BWD_CONFIGS,
+    BWD_WIDE_N,
+    BWD_WIDE_WARPS,
+    FWD_CONFIGS,
+    FWD_FLOAT32_CONFIGS,
+    layer_norm_bwd,
+    layer_norm_fwd,
+    norm_config,
+)
 from tritonperf.ladders.norms import (
     STEP1_WARPS,
     layer_norm_bwd_atomic,
@@ -300,11 +309,13 @@ for n in (1024, 4096, 8192):
 
 # %%
 # The registers hold ``x``, ``dy``, the weight and both accumulators, so whole rows stay in
-# registers only up to 8192 columns (the backward's own table below). RMS norm has no ``db`` to
-# accumulate: its backward keeps rows of up to 16384 columns in one program of 32 warps. There it
-# reads each tile a second time, from cache, for ``dx`` rather than hold it across the row sum;
-# it spills a little and still beats the path below. Longer rows are cut into
-# column tiles, and each program takes one column tile of a group of rows. ``dx`` needs two sums
+# registers comfortably up to 8192 columns (the backward's own table below). Rows of up to 16384
+# columns are held too, one to a program (``BWD_WIDE_WARPS``: 16 warps for 16-bit layer norm, 32
+# and 8 for 16-bit and float32 RMS norm, which has no ``db`` to accumulate). They read each tile
+# a second time, from cache, for ``dx`` rather than hold it across the row sums; they spill a
+# little and still beat the path below, by 9-12% for 16-bit layer norm on the H200. float32 layer
+# norm, whose rows are twice the bytes, gained 3% at most that way and takes the path below.
+# Longer rows are cut into column tiles, and each program takes one column tile of a group of rows. ``dx`` needs two sums
 # over the whole row, which no such program sees, so it takes two kernels. The first writes each
 # tile's share of the two row sums (a few bytes per tile and row) and, since ``xhat`` only needs
 # the forward's statistics, the partial rows of ``dw`` and ``db``. The second adds up the shares
@@ -313,7 +324,7 @@ for n in (1024, 4096, 8192):
 # path near 3/5 of the copy ceiling.
 
 print("BLOCK_N up to  rows/tile  warps  stages (float16)")
-for block, rows_per_tile, warps in BWD_CONFIGS:
+for block, rows_per_tile, warps in BWD_CONFIGS + ((BWD_WIDE_N, 1, BWD_WIDE_WARPS[(False, 2)]),):
     stages = norm_config(M, block, "bwd", DEVICE).num_stages
     print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {stages:>7}")
 
@@ -398,9 +409,10 @@ for doc, live in results:
 #   speed to rows too long for registers.
 # * **Backward step 1 → tritonperf**: the atomics' queue is most of the difference. The
 #   partial-sum scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no
-#   waiting; pipelining the loop over rows gives the rest. Layer norm's rows of 16384 columns and
-#   more (RMS norm's from 32768) take the two-kernel path, which reads ``x`` and ``dy`` twice and
-#   stays near 3/5 of the ceiling.
+#   waiting; pipelining the loop over rows gives the rest. Rows of more than 16384 columns, and
+#   float32 layer norm's from 8193, take the two-kernel path, which reads ``x`` and ``dy`` twice
+#   and stays near 3/5 of the ceiling. The recorded run above predates holding 16-bit layer norm
+#   rows of 16384 columns (its provenance names the commit it measured).
 #
 # Takeaways
 # ---------

@@ -17,11 +17,10 @@ from tritonperf.bench.records import SCHEMA
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
     BWD_NUM_STAGES,
-    BWD_RMS_CONFIGS,
-    BWD_RMS_NUM_STAGES,
-    BWD_RMS_RELOAD_N,
     BWD_SHARED_BYTES,
     BWD_TILED,
+    BWD_WIDE_N,
+    BWD_WIDE_WARPS,
     FWD_CONFIGS,
     FWD_FLOAT32_CONFIGS,
     FWD_MAX_UNROLLED_TILES,
@@ -295,7 +294,7 @@ def test_tiled_forward_rows_with_a_large_mean(block_n, device):
         {"rows": 1, "num_warps": 1},
         {"rows": 16, "num_warps": 8},  # more rows per tile than some programs own
         {"block_n": 512, "num_stages": 2},  # a wider block than the row needs; a pipelined row loop
-        {"block_n": BWD_RMS_RELOAD_N, "num_warps": 4},  # RMS norm's backward reads each tile twice
+        {"block_n": BWD_WIDE_N, "num_warps": 4},  # the backward's widest held rows read each tile twice
         {"block_n": FWD_RELOAD[(4, False)][0], "rows": 1},  # the float32 forward reads each row again
     ],
     ids=str,
@@ -449,21 +448,22 @@ def test_default_configs(device):
         cfg = norm_config(4096, n, direction, device)
         assert not cfg.tiled and cfg.block_n >= n and cfg.block_n <= table[-1][0]
         assert 1 <= cfg.programs <= -(-4096 // cfg.rows)
-    for n, direction in [(32768, "fwd"), (65536, "fwd"), (16384, "bwd"), (65536, "bwd")]:
+    for n, direction in [(32768, "fwd"), (65536, "fwd"), (65536, "bwd")]:
         cfg = norm_config(4096, n, direction, device)
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (FWD_TILED if direction == "fwd" else BWD_TILED)[1]
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
-    # RMS norm's backward holds one more row length in registers, at its own stage count.
-    for n in (16384, 9000):
-        cfg = norm_config(4096, n, "bwd", device, itemsize=2, rms=True)
-        block_n, rows, warps = BWD_RMS_CONFIGS[-1]
-        assert not cfg.tiled and (cfg.block_n, cfg.rows, cfg.num_warps) == (block_n, rows, warps)
-        assert cfg.num_stages == BWD_RMS_NUM_STAGES[block_n]
-    assert norm_config(4096, 32768, "bwd", device, rms=True).tiled
-    # ... and from BWD_RMS_RELOAD_N on reads each tile twice; nothing else does.
-    assert norm_config(4096, 9000, "bwd", device, rms=True).reload
-    assert norm_config(97, 300, "bwd", device, rms=True, block_n=BWD_RMS_RELOAD_N).reload
-    for n, rms, direction in [(8192, True, "bwd"), (16384, False, "bwd"), (16384, True, "fwd"), (32768, True, "bwd")]:
+    # The backward holds rows of up to BWD_WIDE_N columns for the BWD_WIDE_WARPS cases, one to a
+    # program at one stage, and reads each tile twice; float32 layer norm streams them.
+    for n in (BWD_WIDE_N, 9000):
+        for rms, itemsize in ((True, 2), (True, 4), (False, 2)):
+            cfg = norm_config(4096, n, "bwd", device, itemsize=itemsize, rms=rms)
+            assert not cfg.tiled and (cfg.block_n, cfg.rows, cfg.num_stages) == (BWD_WIDE_N, 1, 1) and cfg.reload
+            assert cfg.num_warps == BWD_WIDE_WARPS[(rms, itemsize)]
+        cfg = norm_config(4096, n, "bwd", device, itemsize=4)
+        assert cfg.tiled and not cfg.reload
+    assert norm_config(4096, 2 * BWD_WIDE_N, "bwd", device, rms=True).tiled
+    assert norm_config(97, 300, "bwd", device, itemsize=4, block_n=BWD_WIDE_N).reload  # forced wide: read twice too
+    for n, rms, direction in [(8192, True, "bwd"), (8192, False, "bwd"), (16384, True, "fwd"), (32768, True, "bwd")]:
         assert not norm_config(4096, n, direction, device, rms=rms).reload
     # The forward re-reads float32 rows of the FWD_RELOAD blocks only (5120 columns are streamed).
     for n in (3000, 8192, 16384, 32768):

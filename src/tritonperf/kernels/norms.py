@@ -575,25 +575,29 @@ FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}  # by bytes per element; float32 takes FW
 # against the previous table's (all at one stage): 4096 x 4096 0.65 (0.49), 4096 x 8192 0.75
 # (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
 BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
-# RMS norm's backward, which keeps no dbias sums, holds rows of up to 16384 columns in registers: one
-# row in 32 warps, one stage. Compiled for sm_90 it spills about 250 bytes a thread, and still beat
-# the two-kernel path in two interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22, 4096 x 16384,
-# GB/s, torch.compile in parentheses): float16 2414 and 2402 against 2227 and 2226 (2297, 2300),
-# bfloat16 2499 and 2440 against 2245 and 2228 (2239, 2217), float32 3041 and 3053 against 2383
-# twice (2464, 2465). The second run also had 16384 x 16384 (+5%, +10%, +27%) and 4096 x 12288
-# (+3%, +4%, +21%). With 2 or 3 stages it lost 9-24%; layer norm, held the same way, lost 7-19% to
-# its two-kernel path (float16 1773 against 2178). These runs held the tile across the row sum;
-# BWD_RMS_RELOAD_N below made the entry faster still.
-BWD_RMS_CONFIGS = BWD_CONFIGS + ((16384, 1, 32),)
-BWD_RMS_NUM_STAGES = {16384: 1}  # entries whose stages are fixed, not sized by BWD_SHARED_BYTES
-# From this BLOCK_N on, RMS norm's backward reads each tile twice (NormConfig.reload): once for the
-# row sum, again, from cache, for dx. Two interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-22,
-# GB/s against holding the tile): bfloat16 4096 x 16384 3425 and 3491 against 2447 and 2492; in
-# the second run float16 4096 x 16384 3511 against 2427, 16384 x 16384 3859 against 2585 and
-# 4096 x 12288 2984 against 2203; float32 within 2% in both. It still spills (208 bytes a thread in
-# float16, against 232). Layer norm's 8192 entry lost 14% that way (bfloat16, 16384 x 5120), so
-# only this entry takes it.
-BWD_RMS_RELOAD_N = 16384
+# Rows of 8193 to BWD_WIDE_N columns are held in registers too, one to a program at one stage, for
+# the (RMS, bytes per element) cases of BWD_WIDE_WARPS, in that many warps; the others stream
+# through BWD_TILED. These rows read each tile twice (NormConfig.reload): once for the row sums,
+# again, from cache, for dx. The history, all on an H200 with triton 3.6 and torch 2.11, GB/s
+# (torch.compile in parentheses):
+# - RMS norm, which keeps no dbias sums, held the row in 32 warps first, without reading it again.
+#   Compiled for sm_90 it spilled about 250 bytes a thread, and still beat the two-kernel path in
+#   two interleaved runs (2026-11-22, 4096 x 16384): float16 2414 and 2402 against 2227 and 2226
+#   (2297, 2300), bfloat16 2499 and 2440 against 2245 and 2228 (2239, 2217), float32 3041 and 3053
+#   against 2383 twice (2464, 2465). With 2 or 3 stages it lost 9-24%.
+# - Reading the tile again then gained (two runs, same day): bfloat16 4096 x 16384 3425 and 3491
+#   against 2447 and 2492; float16 4096 x 16384 3511 against 2427, 16384 x 16384 3859 against
+#   2585, 4096 x 12288 2984 against 2203; float32 within 2%. It still spills (208 bytes a thread
+#   in float16, against 232). Layer norm's 8192 entry lost 14% that way (bfloat16, 16384 x 5120).
+# - One interleaved run (2026-11-23, every variant checked against the default's gradients):
+#   layer norm held in 32 warps ran at 0.80 of its two-kernel path (float16 4096 x 16384, 1740
+#   against 2187), 0.87 reading again; in 16 warps, reading again, 16-bit rows gained 9-12%
+#   (float16 4096 x 16384 2407 against 2187 (1880), bfloat16 2371 against 2171 (1880), float16
+#   16384 x 16384 2652 against 2373 (2034), 4096 x 12288 2156 against 1925 (2215)). float32
+#   layer norm gained 3% held without reading again (2443 against 2369) and lost 10% reading
+#   again: it stays tiled. float32 RMS norm in 8 warps: 3571 against 3078 in 32 (16 warps 3047).
+BWD_WIDE_N = 16384
+BWD_WIDE_WARPS = {(True, 2): 32, (True, 4): 8, (False, 2): 16}  # (RMS, bytes per element): num_warps
 # The backward pipelines its loops over rows this deep (three stages won at nearly every shape of
 # the sweep), as far as two buffers of x and dy per extra stage fit this much shared memory.
 BWD_NUM_STAGES = 3
@@ -733,8 +737,8 @@ def norm_config(
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
     choice in interpreter mode): the tables ``FWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS`` first for
-    float32) and ``BWD_CONFIGS`` (``BWD_RMS_CONFIGS`` for RMS norm, ``rms=True``) when rows fit in
-    registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
+    float32) and ``BWD_CONFIGS`` (then ``BWD_WIDE_WARPS`` up to ``BWD_WIDE_N`` columns) when rows
+    fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
     little of their register block (``FWD_STREAMED``) and holds float32 rows of ``FWD_FLOAT32_LONG``
     columns. The forward launches one program per tile (a row, on the tiled path) unless
     ``programs`` asks for a persistent grid. The backward's grid is persistent: ``programs``
@@ -743,8 +747,7 @@ def norm_config(
     backward's ``programs`` counts row groups per column tile, by default enough for
     ``TILED_BWD_WAVES`` full waves. ``itemsize`` is the bytes per element of ``x``. Rows one to a
     tile read each row again after each reduction (``reload``) in the forward for the
-    ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in RMS norm's backward from
-    ``BWD_RMS_RELOAD_N`` columns.
+    ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -757,22 +760,24 @@ def norm_config(
     if direction == "fwd":
         table, tiled_default = FWD_CONFIGS, FWD_TILED
     else:
-        table, tiled_default = (BWD_RMS_CONFIGS if rms else BWD_CONFIGS), BWD_TILED
+        table, tiled_default = BWD_CONFIGS, BWD_TILED
+    wide_warps = BWD_WIDE_WARPS.get((rms, itemsize)) if direction == "bwd" else None
+    longest_held = BWD_WIDE_N if wide_warps else table[-1][0]
     whole_row = next_power_of_2(max(N, 1))
     streamed = _fwd_streamed(N, itemsize, rms) if direction == "fwd" else None
     if block_n is None:
         long_float32 = direction == "fwd" and itemsize == 4 and FWD_FLOAT32_LONG[0] < N <= FWD_FLOAT32_LONG[1]
-        block_n = whole_row if whole_row <= table[-1][0] or long_float32 else tiled_default[0]
+        block_n = whole_row if whole_row <= longest_held or long_float32 else tiled_default[0]
         if streamed is not None:
             block_n = streamed[0]
     sms = runtime.sm_count(device)
     if block_n >= N:  # whole rows in registers
-        default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, table[-1][2]))
+        default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, wide_warps or table[-1][2]))
         if direction == "fwd" and itemsize == 4:
             default_rows, default_warps = FWD_FLOAT32_CONFIGS.get(block_n, (default_rows, default_warps))
         rows = rows or default_rows
         if direction == "bwd":
-            reload = rms and block_n >= BWD_RMS_RELOAD_N
+            reload = block_n >= BWD_WIDE_N
         else:
             reload = rows == 1 and block_n in FWD_RELOAD.get((itemsize, rms), ())
             if reload and itemsize in FWD_RELOAD_COLUMNS_PER_WARP:
@@ -795,7 +800,7 @@ def norm_config(
             resident = sms * (per_sm or max(1, 16 // num_warps))
             programs = programs or cdiv(TILED_BWD_WAVES * resident, cdiv(N, block_n))
     if num_stages is None and direction == "bwd":
-        num_stages = BWD_RMS_NUM_STAGES.get(block_n) if rms and block_n >= N else None
+        num_stages = 1 if block_n == BWD_WIDE_N and block_n >= N else None
         num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
     return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N,
                       reload=reload)
