@@ -411,8 +411,7 @@ for doc, live in results:
 #   partial-sum scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no
 #   waiting; pipelining the loop over rows gives the rest. Rows of more than 16384 columns, and
 #   float32 layer norm's from 8193, take the two-kernel path, which reads ``x`` and ``dy`` twice
-#   and stays near 3/5 of the ceiling. The recorded run above predates holding 16-bit layer norm
-#   rows of 16384 columns (its provenance names the commit it measured).
+#   and stays near 3/5 of the ceiling.
 #
 # Takeaways
 # ---------
