@@ -100,6 +100,21 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
 
 
 @needs_cuda_compiler
+def test_softmax_online_pass_takes_one_exponential_per_element():
+    # The online forward takes each tile's maximum before its exponentials, so pass 1 costs one
+    # exponential per element (plus the rescaling, one per tile) and pass 2 one more; a running
+    # maximum per lane would cost two in pass 1, three in all.
+    plan = softmax.softmax_plan(4096, 65536, torch.float16)
+    assert plan.path == "online"
+    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
+    consts = {"TILE_N": plan.block_n, "NUM_STAGES": plan.num_stages, "ALIGN": 16}
+    ptx = asm.compile_for_hopper(softmax.softmax_fwd_online_kernel, sig, consts, num_warps=plan.num_warps,
+                                 num_stages=plan.num_stages, divisible_by_16=list(sig)).ptx
+    per_thread = plan.block_n // (32 * plan.num_warps)
+    assert 2 * per_thread <= asm.count(ptx, r"\bex2\.approx") <= 2 * per_thread + 2
+
+
+@needs_cuda_compiler
 @pytest.mark.parametrize("align", [1, 8])
 def test_softmax_rows_aligned_to_8_take_vector_loads_once_the_kernel_is_told(align):
     # 3000 float16 columns: the length and the row strides are multiples of 8, not of 16, so a
