@@ -102,8 +102,9 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
 @needs_cuda_compiler
 def test_softmax_online_pass_takes_one_exponential_per_element():
     # The online forward takes each tile's maximum before its exponentials, so pass 1 costs one
-    # exponential per element (plus the rescaling, one per tile) and pass 2 one more; a running
-    # maximum per lane would cost two in pass 1, three in all.
+    # exponential per element (plus the rescaling, one per tile) and pass 2 one more. The earlier
+    # running maximum per lane compiled to 64 a thread here (two per element in pass 1, one per
+    # lane to fold the lanes' sums, one in pass 2) where this compiles to 33.
     plan = softmax.softmax_plan(4096, 65536, torch.float16)
     assert plan.path == "online"
     sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
