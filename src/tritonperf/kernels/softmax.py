@@ -19,7 +19,6 @@ The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the same three paths
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -460,7 +459,8 @@ ONLINE_NUM_STAGES = 3
 # Online path, programs per SM. The second pass finds a row in L2 only while few rows are in flight:
 # at 4096 rows of 65536 float16 (ncu, H200) the forward read 1.03 x the input from memory with one
 # program per SM and 1.51 x with two, yet two ran 20% faster (more loads in flight). The backward,
-# whose rows are twice the bytes (y and dy), was 10% faster with one (same comparison).
+# whose rows are twice the bytes (y and dy), was 10% faster with one (float16, an interleaved
+# comparison the same day; within 1% in float32).
 ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 
 Path = Literal["fused", "online", "split"]
@@ -493,11 +493,6 @@ class SoftmaxPlan:
     chunks: int = 1
     chunk_n: int = 0
     reload: bool = False
-
-
-@functools.cache
-def _sm_count(device: torch.device) -> int:
-    return runtime.sm_count(device)
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -573,7 +568,7 @@ def softmax_plan(
             SMs, otherwise enough chunks for about two programs per SM).
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
-    sms = _sm_count(torch.device(device if device is not None else "cpu"))
+    sms = runtime.sm_count(torch.device(device if device is not None else "cpu"))
     n_tensors = 1 if direction == "fwd" else 2
     itemsize = torch.empty((), dtype=dtype).element_size()
 
@@ -701,8 +696,8 @@ def softmax(
     Rows are the product of the leading dimensions. Rows of up to ``max_fused_n`` elements (by
     default 32768) are held in registers and read once; longer rows, of any length, are streamed
     twice (online softmax). A row of only ``-inf`` gives NaN, as in torch; large magnitudes cannot
-    overflow. When ``x`` requires a gradient, the
-    backward pass runs :func:`softmax_backward`'s kernels.
+    overflow. When ``x`` requires a gradient, the backward pass runs :func:`softmax_backward`'s
+    kernels.
 
     Args:
         x: a tensor of rank ≥ 1, dtype float32, float16 or bfloat16, on a CUDA device (or the CPU
