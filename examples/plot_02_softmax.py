@@ -219,8 +219,8 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 # added up across lanes once, at the end. The first version kept a maximum per lane instead,
 # which needs no reduction in the loop but two exponentials per element (the new value's and the
 # rescaling's); exponentials run on the SMs' special-function units, and at float16 rates that
-# made it 11% slower (H200, 4096 rows of 65536, triton 3.6, torch 2.11, 2026-11-23). While only ``-inf`` has been seen the sum stays 0 rather than
-# becoming the NaN of ``-inf - (-inf)``:
+# made it 11% slower (H200, 4096 rows of 65536, triton 3.6, torch 2.11, 2026-11-23). While only
+# ``-inf`` has been seen the sum stays 0 rather than becoming the NaN of ``-inf - (-inf)``:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: _online_stats
