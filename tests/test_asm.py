@@ -27,6 +27,8 @@ MISSING = asm.cuda_compiler_missing()
 needs_cuda_compiler = pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
 
 ADD_SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32"}
+SOFTMAX_FWD_SIGNATURE = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32",
+                         "y_row_stride": "i32"}
 LAYOUT = re.compile(r"#(ttg|triton_gpu)\.blocked<")
 
 
@@ -45,7 +47,7 @@ def softmax_fused() -> asm.CompiledText:
     # The fused path for 4096 float16 columns; the kernel calls tl.cdiv, tl.max and a @triton.jit helper.
     plan = softmax.softmax_plan(4096, 4096, torch.float16)
     assert plan.path == "fused"
-    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
+    sig = SOFTMAX_FWD_SIGNATURE
     consts = {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "NUM_STAGES": plan.num_stages, "ONE_BLOCK": True}
     return asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, consts, num_warps=plan.num_warps,
                                   num_stages=plan.num_stages, divisible_by_16=list(sig))
@@ -88,11 +90,11 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
     # memory (cp.async) while one is reduced. NUM_STAGES - 1 rows of 64 KB are in flight, which
     # must fit in the 227 KB a Hopper program may have, and the row in registers must not spill.
     plan = softmax.softmax_plan(4096, 32768, torch.float16)
-    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
+    sig = SOFTMAX_FWD_SIGNATURE
     consts = {"BLOCK_N": plan.block_n, "ROWS": 1, "NUM_STAGES": plan.num_stages, "ONE_BLOCK": False, "ALIGN": 16}
     c = asm.compile_for_hopper(softmax.softmax_fwd_kernel, sig, consts, num_warps=plan.num_warps,
                                num_stages=plan.num_stages, divisible_by_16=list(sig))
-    row_bytes = 32768 * 2
+    row_bytes = plan.block_n * 2  # float16
     assert (plan.num_stages - 1) * row_bytes <= c.shared_bytes <= 227 * 1024
     assert asm.count(c.ptx, asm.ASYNC_COPY) > 0
     if c.resources is not None:
@@ -107,7 +109,7 @@ def test_softmax_online_pass_takes_one_exponential_per_element():
     # lane to fold the lanes' sums, one in pass 2) where this compiles to 33.
     plan = softmax.softmax_plan(4096, 65536, torch.float16)
     assert plan.path == "online"
-    sig = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
+    sig = SOFTMAX_FWD_SIGNATURE
     consts = {"TILE_N": plan.block_n, "NUM_STAGES": plan.num_stages, "ALIGN": 16}
     ptx = asm.compile_for_hopper(softmax.softmax_fwd_online_kernel, sig, consts, num_warps=plan.num_warps,
                                  num_stages=plan.num_stages, divisible_by_16=list(sig)).ptx
