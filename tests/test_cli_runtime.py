@@ -136,7 +136,7 @@ def test_bench_logs_each_measurement_off_a_terminal(sample_doc, tmp_path, monkey
 
     monkeypatch.setattr(runtime, "MODE", "gpu")
     monkeypatch.setattr(cli.runner, "run", fake_run)
-    assert cli.main(["bench", "vector_add", "--out", str(tmp_path / "run.json")]) == 0
+    assert cli.main(["bench", "vector_add", "--jobs", "0", "--out", str(tmp_path / "run.json")]) == 0
     out = capsys.readouterr().out
     assert "vector_add fwd float32 N=1048576 tritonperf: 20.0 µs" in out
     assert records.load(tmp_path / "run.json") == sample_doc and not partial.exists()
@@ -157,7 +157,7 @@ def test_bench_keeps_going_past_a_failing_case(sample_doc, tmp_path, monkeypatch
 
     monkeypatch.setattr(runtime, "MODE", "gpu")
     monkeypatch.setattr(cli.runner, "run", fake_run)
-    assert cli.main(["bench", "vector_add", "--out", str(tmp_path / "run.json")]) == 1
+    assert cli.main(["bench", "vector_add", "--jobs", "0", "--out", str(tmp_path / "run.json")]) == 1
     err = capsys.readouterr().err
     assert "1 case(s) failed" in err and "RuntimeError: boom" in err
     assert records.load(tmp_path / "run.json") == sample_doc

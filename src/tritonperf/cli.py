@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -12,8 +14,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import runtime
-from .bench import records, report, runner
+from .bench import precompile, records, report, runner
 from .bench.specs import SPECS
+
+# Worker processes that compile a run's kernels before it measures them. Each holds a CUDA
+# context and a few GB of host memory, hence the cap.
+DEFAULT_JOBS = min(8, os.cpu_count() or 1)
 
 # Off a terminal rich assumes 80 columns, too narrow for the results tables.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -72,6 +78,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     console.print(runtime.describe())
     total = runner.count_cases([s for k in kernels for s in runner.specs_for(k)], args.quick)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    if args.jobs:
+        _precompile(kernels, args, columns)
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("ceilings", total=total)
 
@@ -103,6 +111,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
             err_console.print(f"  {line}")
         return 1
     return 0
+
+
+def _precompile(kernels: list[str], args: argparse.Namespace, columns: list) -> None:
+    """Fill the compile caches in ``args.jobs`` worker processes before measuring (see bench.precompile)."""
+    start = time.monotonic()
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task(f"compiling in {args.jobs} processes", total=None)
+
+        def on_job(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        errors = precompile.precompile(kernels, jobs=args.jobs, quick=args.quick, progress=on_job)
+    console.log(f"compiled in {time.monotonic() - start:,.0f} s with {args.jobs} processes"
+                + (f"; {len(errors)} case(s) raised, the measuring run will meet them again" if errors else ""))
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {jobs}")
+    return jobs
 
 
 def _partial_path(out: Path) -> Path:
@@ -173,6 +205,9 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     bench.add_argument("kernels", nargs="*", metavar="KERNEL", help=f"kernels to run (default: all of {', '.join(SPECS)})")
     bench.add_argument("--out", metavar="FILE", help="results file, or a folder to write <gpu>.json into (default: ./<gpu>.json)")
     bench.add_argument("--quick", action="store_true", help="a short sweep of sizes")
+    bench.add_argument("--jobs", type=_jobs, default=DEFAULT_JOBS, metavar="N",
+                       help="compile every case first, in N worker processes; 0 compiles while measuring "
+                            "(default: one per CPU core, at most 8)")
     bench.set_defaults(func=cmd_bench)
 
     compare = sub.add_parser("compare", help="hold a run against recorded results")
