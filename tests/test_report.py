@@ -135,3 +135,26 @@ def test_plot_groups_split_matmul_and_attention(sample_doc):
     assert [label for label, *_ in groups] == ["D = 64, full", "D = 128, causal"]
     assert groups[1][1]({"B": 4, "H": 16, "N": 4096, "D": 128, "causal": True})
     assert not groups[1][1]({"B": 4, "H": 16, "N": 4096, "D": 128, "causal": False})
+
+
+def test_attention_tables_follow_their_plots_and_name_only_what_varies(sample_doc):
+    # Attention gets a plot per head dim and causality, each followed by its own table, whose
+    # shape column can leave out D and causal (the plot's title says them) and never wraps.
+    recs = []
+    for d in (64, 128):
+        for causal in (False, True):
+            for n in (1024, 4096):
+                for variant, ms in (("tritonperf", 1.0), ("torch.sdpa-cudnn", 1.1)):
+                    recs.append({"kernel": "attention", "variant": variant, "direction": "fwd", "dtype": "float16",
+                                 "shape": {"B": 16384 // n, "H": 2048 // d, "N": n, "D": d, "causal": causal},
+                                 "ms": ms * n / 1024, "GBps": None, "TFLOPS": 100.0 / ms})
+    sample_doc["records"] = recs
+    groups = report.plot_groups(sample_doc, "attention", "fwd", "float16")
+    assert [label for label, _, _ in groups] == ["D = 64, full", "D = 64, causal", "D = 128, full", "D = 128, causal"]
+    header, rows = report.pivot(sample_doc, "attention", "fwd", "float16", groups[3][1], omit=("D", "causal"))
+    assert header[:3] == ["shape", "tritonperf (TFLOPS)", "torch.sdpa-cudnn (TFLOPS)"]
+    assert [row[0] for row in rows] == ["B=16\u00a0H=16\u00a0N=1024", "B=4\u00a0H=16\u00a0N=4096"]
+    assert rows[0][-1] == "1.10×"
+    # Without a selection, every shape is a row, named in full.
+    _, rows = report.pivot(sample_doc, "attention", "fwd", "float16")
+    assert len(rows) == 8 and rows[0][0] == "B=16\u00a0H=32\u00a0N=1024\u00a0D=64\u00a0causal=False"

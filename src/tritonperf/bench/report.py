@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .plotting import UNITS, ceiling_for, variant_order
@@ -109,6 +109,8 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
         cases = sorted({(r["kernel"], r["direction"], r["dtype"]) for r in doc["records"]})
         for kernel, direction, dtype in cases:
             parts.append(f"### {kernel} {direction}, {dtype}\n")
+            # Each plot is followed by the table of its own shapes: one table for every shape of a
+            # case would be too wide to read, and its shapes would wrap.
             for i, (label, select, series) in enumerate(plot_groups(doc, kernel, direction, dtype)):
                 name = f"{slug}-{kernel}-{direction}-{dtype}-{i}".replace("+", "-")
                 title = f"{kernel} {direction}, {dtype}" + (f", {label}" if label else "")
@@ -117,7 +119,9 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
                 fig.savefig(image_dir / f"{name}.png", dpi=110)
                 plt.close(fig)
                 parts.append(f"![{title} on {p['gpu']}]({image_url}/{name}.png)\n")
-            parts.append(markdown_table(*pivot(doc, kernel, direction, dtype)) + "\n")
+                # The plot's title names attention's head dim and causality: its table need not.
+                omit = ("D", "causal") if kernel == "attention" else ()
+                parts.append(markdown_table(*pivot(doc, kernel, direction, dtype, select, omit)) + "\n")
     return "\n".join(parts)
 
 
@@ -142,14 +146,23 @@ def plot_groups(doc: dict[str, Any], kernel: str, direction: str, dtype: str) ->
     return [("", None, None)]
 
 
-def pivot(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> tuple[list[str], list[list[str]]]:
-    """One row per shape, one rate column per variant, then ours as % of ceiling and against the best torch."""
-    rows = [r for r in summarize(doc) if (r["kernel"], r["direction"], r["dtype"]) == (kernel, direction, dtype)]
+def pivot(
+    doc: dict[str, Any], kernel: str, direction: str, dtype: str, select: Callable[[dict[str, Any]], bool] | None = None,
+    omit: Iterable[str] = (),
+) -> tuple[list[str], list[list[str]]]:
+    """One row per shape, one rate column per variant, then ours as % of ceiling and against the best torch.
+
+    ``select``, if given, keeps the shapes it returns True for; the shape column leaves out the
+    keys in ``omit``. A shape's text does not wrap.
+    """
+    rows = [r for r in summarize(doc) if (r["kernel"], r["direction"], r["dtype"]) == (kernel, direction, dtype)
+            and (select is None or select(r["shape"]))]
     variants = sorted({r["variant"] for r in rows}, key=variant_order)
     unit = "TFLOPS" if rows and rows[0]["metric"] == "TFLOPS" else "GB/s"
     by_shape: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
-        by_shape.setdefault(shape_text(r["shape"]), {})[r["variant"]] = r
+        text = "\u00a0".join(f"{k}={v}" for k, v in r["shape"].items() if k not in omit)  # no-break spaces
+        by_shape.setdefault(text, {})[r["variant"]] = r
     table = []
     for shape, cells in by_shape.items():
         ours = cells.get("tritonperf")
