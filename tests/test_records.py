@@ -80,6 +80,11 @@ def test_load_rejects_bad_json(tmp_path):
         records.load(path)
 
 
+def test_load_names_a_missing_file(tmp_path):
+    with pytest.raises(records.RecordsError, match="missing.json: cannot be read"):
+        records.load(tmp_path / "missing.json")
+
+
 def test_record_derives_rates():
     rec = records.record("vector_add", "tritonperf", "fwd", "float32", {"N": 1000}, 0.001, 12_000, None)
     assert rec["GBps"] == pytest.approx(12.0) and rec["TFLOPS"] is None

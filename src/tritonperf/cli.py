@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import runtime
-from .bench import precompile, records, report, runner
+from .bench import precompile, records, report, runner, targets
 from .bench.specs import SPECS
 
 # Worker processes that compile a run's kernels before it measures them. Each holds a CUDA
@@ -104,6 +104,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     records.save(doc, out)
     _partial_path(out).unlink(missing_ok=True)
     _print_summary(doc)
+    if targets.table_rows(doc):
+        _print_targets(doc)
     console.print(f"wrote {out}")
     if failures:
         err_console.print(f"[red]error:[/red] {len(failures)} case(s) failed and are missing from {out}:")
@@ -150,6 +152,28 @@ def _out_path(out: str | None, doc: dict) -> Path:
     if out.endswith(("/", "\\")) or Path(out).is_dir():
         return Path(out) / name
     return Path(out)
+
+
+def _print_targets(doc: dict) -> None:
+    table = Table(title=f"targets — {doc['provenance']['gpu']}, {doc['provenance']['date']}")
+    for name in targets.TABLE_HEADER:
+        table.add_column(name, justify="right" if name in {"met at", "worst"} else "left")
+    for row in targets.table_rows(doc):
+        table.add_row(*row)
+    console.print(table)
+
+
+def cmd_targets(args: argparse.Namespace) -> int:
+    try:
+        doc = records.load(args.recorded)
+    except records.RecordsError as err:
+        err_console.print(f"[red]error:[/red] {err}")
+        return 2
+    if not targets.table_rows(doc):
+        console.print("no record in this file is held to a target")
+        return 0
+    _print_targets(doc)
+    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -214,6 +238,10 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     compare.add_argument("recorded", metavar="FILE", help="recorded results file")
     compare.add_argument("new", nargs="?", metavar="FILE", help="a second results file (default: measure a new run now)")
     compare.set_defaults(func=cmd_compare)
+
+    check = sub.add_parser("targets", help="hold a results file against the package's performance targets")
+    check.add_argument("recorded", metavar="FILE", help="results file")
+    check.set_defaults(func=cmd_targets)
     return parser, dict(sub.choices)
 
 

@@ -121,6 +121,8 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as err:
         raise RecordsError(f"{path}: not valid JSON: {err}") from None
+    except OSError as err:
+        raise RecordsError(f"{path}: cannot be read: {err.strerror or err}") from None
     return validate(doc, str(path))
 
 

@@ -91,7 +91,7 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
 
     import matplotlib.pyplot as plt
 
-    from . import records
+    from . import records, targets
     from .plotting import caption, plot_results
 
     image_dir = Path(image_dir)
@@ -106,6 +106,11 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
         parts.append(f"## {p['gpu']}\n\n{caption(doc, live=False)}. Command: `{p['command']}`; file `{Path(path).name}`.\n")
         ceil_rows = [[k, f"{v:,.1f}"] for k, v in doc["ceilings"].items()]
         parts.append("Ceilings measured in the same run:\n\n" + markdown_table(["ceiling", "value"], ceil_rows) + "\n")
+        target_rows = targets.table_rows(doc)
+        if target_rows:
+            parts.append("The package's targets, held against this run (the worst value is a share of the ceiling, "
+                         "or a speed over the torch variants named):\n\n"
+                         + markdown_table(targets.TABLE_HEADER, target_rows, right=(3, 4)) + "\n")
         cases = sorted({(r["kernel"], r["direction"], r["dtype"]) for r in doc["records"]})
         for kernel, direction, dtype in cases:
             parts.append(f"### {kernel} {direction}, {dtype}\n")

@@ -1,0 +1,153 @@
+"""The performance targets the package sets itself, and how a results file measures up to them.
+
+Each :class:`Target` is one condition on the package's own kernel (variant ``tritonperf``): a
+share of the measured ceiling, or a speed against torch variants of the same run, at the shapes
+it names. :func:`check` holds a results document against every target and reports, per target,
+at how many shapes it is met and the worst shape. The results page and ``tritonperf targets``
+show that table, so a target the kernels miss is shown missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .report import _case, shape_text, summarize
+
+Where = Callable[[str, dict[str, Any]], bool]
+
+
+def _everywhere(dtype: str, shape: dict[str, Any]) -> bool:
+    return True
+
+
+def _is_torch(variant: str) -> bool:
+    return variant.startswith("torch")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One condition on the package's records of a kernel and direction.
+
+    Attributes:
+        kernel, direction: the records it applies to.
+        text: the condition, as a reader should see it.
+        minimum: the least value that meets it.
+        against: ``None`` to compare with the ceiling (``% of ceiling`` / 100); otherwise a test
+            on variant names: the value is the fastest such variant's time over ours.
+        where: which ``(dtype, shape)`` the condition applies to.
+        ours: the variant held to it: the package's kernel, or a mode of it that has a torch
+            counterpart of its own.
+    """
+
+    kernel: str
+    direction: str
+    text: str
+    minimum: float
+    against: Callable[[str], bool] | None = None
+    where: Where = _everywhere
+    ours: str = "tritonperf"
+
+
+def _long_rows(dtype: str, shape: dict[str, Any]) -> bool:
+    # The memory-bound targets hold for batches of at least 4096 rows of up to 65536 columns;
+    # the long-row shapes (a few rows of 10^5 and more) show the online path, under no target.
+    return shape["M"] >= 4096 and shape["N"] <= 65536
+
+
+def _memory_bound(kernel: str, fwd_ceiling: float, bwd_ceiling: float) -> list[Target]:
+    out = []
+    for direction, ceiling in (("fwd", fwd_ceiling), ("bwd", bwd_ceiling)):
+        out += [
+            Target(kernel, direction, f"≥ {ceiling:.2f} × copy ceiling", ceiling, None, _long_rows),
+            Target(kernel, direction, "≥ 1.0 × best torch", 1.0, _is_torch, _long_rows),
+        ]
+    return out
+
+
+def _cube(*sizes: int) -> Where:
+    def where(dtype: str, shape: dict[str, Any]) -> bool:
+        return dtype in ("float16", "bfloat16") and shape["M"] == shape["N"] == shape["K"] in sizes
+
+    return where
+
+
+def _fp8_8192(dtype: str, shape: dict[str, Any]) -> bool:
+    return dtype == "float8_e4m3fn" and shape["M"] == shape["N"] == shape["K"] == 8192
+
+
+#: Every target, in the order of the kernels' chapters.
+TARGETS: list[Target] = [
+    Target("vector_add", "fwd", "≥ 0.95 × copy ceiling at ≥ 2²⁶ elements", 0.95, None, lambda dtype, s: s["N"] >= 2**26),
+    Target("softmax", "fwd", "≥ 0.93 × copy ceiling, N ≤ 16384", 0.93, None, lambda dtype, s: _long_rows(dtype, s) and s["N"] <= 16384),
+    Target("softmax", "fwd", "≥ 0.85 × copy ceiling, 16384 < N ≤ 65536", 0.85, None,
+           lambda dtype, s: _long_rows(dtype, s) and s["N"] > 16384),
+    Target("softmax", "fwd", "≥ 1.0 × best torch", 1.0, _is_torch, _long_rows),
+    Target("softmax", "fwd", "≥ 2.0 × torch eager, float16, N = 4096", 2.0, lambda v: v == "torch",
+           lambda dtype, s: _long_rows(dtype, s) and dtype == "float16" and s["N"] == 4096),
+    Target("softmax", "bwd", "≥ 0.90 × copy ceiling", 0.90, None, _long_rows),
+    Target("softmax", "bwd", "≥ 1.0 × best torch", 1.0, _is_torch, _long_rows),
+    *_memory_bound("layer_norm", 0.90, 0.85),
+    *_memory_bound("rms_norm", 0.90, 0.85),
+    Target("transpose", "fwd", "≥ 0.92 × copy ceiling", 0.92),
+    Target("transpose", "fwd", "≥ 1.0 × best torch", 1.0, _is_torch),
+    Target("matmul", "fwd", "≥ 1.0 × torch (cuBLAS), float16 and bfloat16 at 4096³ and 8192³", 1.0, lambda v: v == "torch",
+           _cube(4096, 8192)),
+    Target("matmul", "fwd", "≥ 0.9 × torch (cuBLAS), float16 and bfloat16 at 2048³", 0.9, lambda v: v == "torch", _cube(2048)),
+    Target("matmul", "fwd", "≥ 1.0 × torch._scaled_mm, float8_e4m3fn at 8192³", 1.0, lambda v: v == "torch", _fp8_8192),
+    Target("matmul", "fwd", "fast accumulation: ≥ 1.0 × torch._scaled_mm with use_fast_accum, float8_e4m3fn at 8192³",
+           1.0, lambda v: v == "torch-fast-accum", _fp8_8192, ours="step-6-fast-accum"),
+    Target("attention", "fwd", "≥ 1.0 × the fastest SDPA backend or FlexAttention, N ≥ 4096", 1.0, _is_torch,
+           lambda dtype, s: s["N"] >= 4096),
+    Target("attention", "bwd", "≥ 1.0 × the fastest SDPA backend", 1.0, lambda v: v.startswith("torch.sdpa")),
+]
+
+
+def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict[str, Any]]:
+    """Hold ``doc`` against each target that has records in it.
+
+    Returns one dict per such target: ``target``, ``shapes`` (how many it applies to), ``met``
+    (how many meet it), ``worst`` (the lowest value) and ``worst_at`` (``"dtype shape"`` there).
+    A shape where no compared variant was recorded is left out.
+    """
+    rows = summarize(doc)
+    times: dict[tuple, list[tuple[str, float]]] = {}  # case -> (variant, ms) of every variant there
+    for r in rows:
+        times.setdefault(_case(r), []).append((r["variant"], r["ms"]))
+    out = []
+    for target in TARGETS if targets is None else targets:
+        values = []
+        for r in rows:
+            if (r["kernel"], r["direction"], r["variant"]) != (target.kernel, target.direction, target.ours):
+                continue
+            if not target.where(r["dtype"], r["shape"]):
+                continue
+            if target.against is None:
+                if r["pct_of_ceiling"] is None:
+                    continue
+                value = r["pct_of_ceiling"] / 100
+            else:
+                theirs = [ms for variant, ms in times[_case(r)] if target.against(variant)]
+                if not theirs:
+                    continue
+                value = min(theirs) / r["ms"]
+            values.append((value, f"{r['dtype']} {shape_text(r['shape'])}"))
+        if values:
+            worst, worst_at = min(values)
+            out.append({"target": target, "shapes": len(values), "met": sum(v >= target.minimum for v, _ in values),
+                        "worst": worst, "worst_at": worst_at})
+    return out
+
+
+#: Column names of :func:`table_rows`.
+TABLE_HEADER = ["kernel", "dir", "target", "met at", "worst", "worst at"]
+
+
+def table_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """Formatted rows of :func:`check`, in the order of :data:`TABLE_HEADER`."""
+    return [
+        [c["target"].kernel, c["target"].direction, c["target"].text, f"{c['met']} of {c['shapes']}",
+         f"{c['worst']:.2f}×", c["worst_at"]]
+        for c in check(doc)
+    ]

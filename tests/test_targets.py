@@ -1,0 +1,85 @@
+"""The package's performance targets, held against results files."""
+
+from __future__ import annotations
+
+import pytest
+
+from tritonperf import cli
+from tritonperf.bench import records, report, targets
+
+
+def _softmax(M: int, N: int, variant: str, ms: float, dtype: str = "float16") -> dict:
+    nbytes = 2 * M * N * 2
+    return {"kernel": "softmax", "variant": variant, "direction": "fwd", "dtype": dtype, "shape": {"M": M, "N": N},
+            "ms": ms, "GBps": nbytes / (ms * 1e-3) / 1e9, "TFLOPS": None}
+
+
+@pytest.fixture
+def softmax_doc(sample_doc):
+    # Copy ceiling 1000 GB/s. At N = 4096 ours moves 64 MiB in 0.0707 ms (0.95 of the ceiling)
+    # and beats torch 3×; at N = 256 it reaches 0.40 of it and is a little slower than
+    # torch.compile; the long rows (M = 64) are under no target, and at N = 1024 no torch
+    # variant was recorded.
+    sample_doc["records"] = [
+        _softmax(4096, 4096, "tritonperf", 0.0707), _softmax(4096, 4096, "torch", 0.212),
+        _softmax(4096, 4096, "torch.compile", 0.08),
+        _softmax(4096, 256, "tritonperf", 0.0105), _softmax(4096, 256, "torch.compile", 0.0100),
+        _softmax(4096, 1024, "tritonperf", 0.02),
+        _softmax(64, 1 << 20, "tritonperf", 1.0), _softmax(64, 1 << 20, "torch", 0.1),
+    ]
+    return sample_doc
+
+
+def _by_text(doc: dict) -> dict[str, dict]:
+    return {c["target"].text: c for c in targets.check(doc)}
+
+
+def test_each_target_counts_its_shapes_and_names_the_worst(softmax_doc):
+    checked = _by_text(softmax_doc)
+    assert {t.kernel for t in (c["target"] for c in checked.values())} == {"softmax"}
+    ceiling = checked["≥ 0.93 × copy ceiling, N ≤ 16384"]
+    assert (ceiling["shapes"], ceiling["met"]) == (3, 1)
+    assert ceiling["worst"] == pytest.approx(0.3995, abs=1e-3) and ceiling["worst_at"] == "float16 M=4096 N=256"
+    torch_best = checked["≥ 1.0 × best torch"]
+    assert (torch_best["shapes"], torch_best["met"]) == (2, 1)  # no torch variant at N = 1024
+    assert torch_best["worst"] == pytest.approx(0.0100 / 0.0105)
+    eager = checked["≥ 2.0 × torch eager, float16, N = 4096"]
+    assert (eager["shapes"], eager["met"]) == (1, 1) and eager["worst"] == pytest.approx(3.0, rel=1e-3)
+    # The long rows reach no target's shapes, and the long-row ceiling target has no shape here.
+    assert "≥ 0.85 × copy ceiling, 16384 < N ≤ 65536" not in checked
+
+
+def test_a_mode_of_ours_is_held_against_its_torch_counterpart(sample_doc):
+    def rec(variant, ms):
+        shape = {"M": 8192, "N": 8192, "K": 8192}
+        return {"kernel": "matmul", "variant": variant, "direction": "fwd", "dtype": "float8_e4m3fn", "shape": shape,
+                "ms": ms, "GBps": None, "TFLOPS": 2 * 8192**3 / (ms * 1e-3) / 1e12}
+
+    sample_doc["records"] = [rec("tritonperf", 1.3), rec("torch", 1.0), rec("step-6-fast-accum", 0.99),
+                             rec("torch-fast-accum", 1.0)]
+    checked = _by_text(sample_doc)
+    assert checked["≥ 1.0 × torch._scaled_mm, float8_e4m3fn at 8192³"]["met"] == 0
+    fast = next(c for text, c in checked.items() if text.startswith("fast accumulation"))
+    assert fast["met"] == 1 and fast["worst"] == pytest.approx(1 / 0.99)
+
+
+def test_every_target_names_a_kernel_the_benchmarks_record():
+    from tritonperf.bench.specs import SPECS
+
+    assert {t.kernel for t in targets.TARGETS} <= set(SPECS)
+    assert all(t.direction in ("fwd", "bwd") and t.minimum > 0 for t in targets.TARGETS)
+
+
+def test_the_results_page_and_the_command_show_the_targets(softmax_doc, tmp_path, capsys):
+    path = records.save(softmax_doc, tmp_path / "example-gpu.json")
+    page = report.results_page([path], tmp_path / "img", "/img")
+    assert "| softmax | fwd | ≥ 0.93 × copy ceiling, N ≤ 16384 | 1 of 3 | 0.40× | float16 M=4096 N=256 |" in page
+    assert cli.main(["targets", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "≥ 2.0 × torch eager" in out and "1 of 3" in out
+    # A file no target applies to says so; a missing file is a clear error.
+    plain = records.save(softmax_doc | {"records": softmax_doc["records"][-2:]}, tmp_path / "long-rows.json")
+    assert cli.main(["targets", str(plain)]) == 0
+    assert "no record in this file is held to a target" in capsys.readouterr().out
+    assert cli.main(["targets", str(tmp_path / "missing.json")]) == 2
+    assert "cannot be read" in capsys.readouterr().err
