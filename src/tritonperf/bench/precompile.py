@@ -98,7 +98,8 @@ def precompile(kernels: Iterable[str], *, jobs: int, quick: bool = False, progre
     # "spawn": a CUDA context does not survive a fork.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
-        futures = {pool.submit(compile_job, job, quick): (job, n) for job, n in work}
+        # The jobs with the most shapes first, so that none of them starts last and runs alone.
+        futures = {pool.submit(compile_job, job, quick): (job, n) for job, n in sorted(work, key=lambda w: -w[1])}
         for future in as_completed(futures):
             job, n = futures[future]
             try:
