@@ -152,7 +152,7 @@ def test_attention_tables_follow_their_plots_and_name_only_what_varies(sample_do
     groups = report.plot_groups(sample_doc, "attention", "fwd", "float16")
     assert [label for label, _, _ in groups] == ["D = 64, full", "D = 64, causal", "D = 128, full", "D = 128, causal"]
     header, rows = report.pivot(sample_doc, "attention", "fwd", "float16", groups[3][1], omit=("D", "causal"))
-    assert header[:3] == ["shape", "tritonperf (TFLOPS)", "torch.sdpa-cudnn (TFLOPS)"]
+    assert header[:3] == ["shape (rates in TFLOPS)", "tritonperf", "torch.sdpa-cudnn"]
     assert [row[0] for row in rows] == ["B=16\u00a0H=16\u00a0N=1024", "B=4\u00a0H=16\u00a0N=4096"]
     assert rows[0][-1] == "1.10×"
     # Without a selection, every shape is a row, named in full.
