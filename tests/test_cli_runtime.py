@@ -76,7 +76,7 @@ def test_compare_rejects_an_invalid_file(sample_doc, tmp_path, capsys):
 
 def test_help_lists_every_subcommand():
     text = cli.help_text()
-    for command in ("info", "bench", "compare"):
+    for command in ("info", "bench", "compare", "targets"):
         assert f"$ tritonperf {command} --help" in text
 
 

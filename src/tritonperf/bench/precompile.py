@@ -1,6 +1,6 @@
 """Compiling a run's kernels before it measures them, in parallel worker processes.
 
-On a machine with cold caches, more than half of ``tritonperf bench`` is compiling: a Triton
+On a machine with cold caches, much of ``tritonperf bench`` is compiling: a Triton
 binary for each block size a shape picks, every candidate of an autotuner, and torch.compile's
 baselines. The measuring process compiles one kernel at a time, on one core. Here, before it
 starts, worker processes call every case once, each worker one variant in one dtype at a time,
