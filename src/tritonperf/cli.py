@@ -104,8 +104,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     records.save(doc, out)
     _partial_path(out).unlink(missing_ok=True)
     _print_summary(doc)
-    if targets.table_rows(doc):
-        _print_targets(doc)
+    if target_rows := targets.table_rows(doc):
+        _print_targets(doc, target_rows)
     console.print(f"wrote {out}")
     if failures:
         err_console.print(f"[red]error:[/red] {len(failures)} case(s) failed and are missing from {out}:")
@@ -154,11 +154,11 @@ def _out_path(out: str | None, doc: dict) -> Path:
     return Path(out)
 
 
-def _print_targets(doc: dict) -> None:
+def _print_targets(doc: dict, rows: list[list[str]]) -> None:
     table = Table(title=f"targets — {doc['provenance']['gpu']}, {doc['provenance']['date']}")
     for name in targets.TABLE_HEADER:
         table.add_column(name, justify="right" if name in {"met at", "worst"} else "left")
-    for row in targets.table_rows(doc):
+    for row in rows:
         table.add_row(*row)
     console.print(table)
 
@@ -169,10 +169,11 @@ def cmd_targets(args: argparse.Namespace) -> int:
     except records.RecordsError as err:
         err_console.print(f"[red]error:[/red] {err}")
         return 2
-    if not targets.table_rows(doc):
+    rows = targets.table_rows(doc)
+    if not rows:
         console.print("no record in this file is held to a target")
         return 0
-    _print_targets(doc)
+    _print_targets(doc, rows)
     return 0
 
 

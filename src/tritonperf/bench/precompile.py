@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import torch
 
+from .runner import dtype_name
 from .specs import specs_for
 
 
@@ -40,7 +41,7 @@ def plan(kernels: Iterable[str], quick: bool = False) -> list[tuple[Job, int]]:
     for kernel in kernels:
         for spec in specs_for(kernel):
             for dtype, _, variant in spec.cases(quick):
-                job = Job(kernel, spec.direction, variant, str(dtype).removeprefix("torch."))
+                job = Job(kernel, spec.direction, variant, dtype_name(dtype))
                 counts[job] = counts.get(job, 0) + 1
     return list(counts.items())
 

@@ -166,7 +166,7 @@ def pivot(
     unit = "TFLOPS" if rows and rows[0]["metric"] == "TFLOPS" else "GB/s"
     by_shape: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
-        text = "\u00a0".join(f"{k}={v}" for k, v in r["shape"].items() if k not in omit)  # no-break spaces
+        text = shape_text({k: v for k, v in r["shape"].items() if k not in omit}).replace(" ", "\u00a0")  # no-break spaces
         by_shape.setdefault(text, {})[r["variant"]] = r
     table = []
     for shape, cells in by_shape.items():
