@@ -32,8 +32,8 @@ from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
+    BWD_WIDE,
     BWD_WIDE_N,
-    BWD_WIDE_WARPS,
     FWD_CONFIGS,
     FWD_FLOAT32_CONFIGS,
     layer_norm_bwd,
@@ -310,11 +310,13 @@ for n in (1024, 4096, 8192):
 # %%
 # The registers hold ``x``, ``dy``, the weight and both accumulators, so whole rows stay in
 # registers comfortably up to 8192 columns (the backward's own table below). Rows of up to 16384
-# columns are held too, one to a program (``BWD_WIDE_WARPS``: 16 warps for 16-bit layer norm, 32
+# columns are held too, one to a program (``BWD_WIDE``: 16 warps for 16-bit layer norm, 32
 # and 8 for 16-bit and float32 RMS norm, which has no ``db`` to accumulate). They read each tile
 # a second time, from cache, for ``dx`` rather than hold it across the row sums; they spill a
 # little and still beat the path below, by 9-12% for 16-bit layer norm (H200, triton 3.6, torch
-# 2.11, 2026-11-23, one interleaved run). float32 layer norm, whose rows are twice the bytes,
+# 2.11, 2026-11-23, one interleaved run). 16-bit layer norm runs that loop in two stages: while
+# one row is reduced, the next row's ``x`` and ``dy`` arrive in shared memory, which gained
+# another 7-16% in two runs on the same GPU and day. float32 layer norm, whose rows are twice the bytes,
 # gained 3% at most that way and takes the path below. Longer rows are cut into column tiles,
 # and each program takes one column tile of a group of rows. ``dx`` needs two sums over the
 # whole row, which no such program sees, so it takes two kernels. The first writes each
@@ -325,7 +327,7 @@ for n in (1024, 4096, 8192):
 # path near 3/5 of the copy ceiling.
 
 print("BLOCK_N up to  rows/tile  warps  stages (float16)")
-for block, rows_per_tile, warps in BWD_CONFIGS + ((BWD_WIDE_N, 1, BWD_WIDE_WARPS[(False, 2)]),):
+for block, rows_per_tile, warps in BWD_CONFIGS + ((BWD_WIDE_N, 1, BWD_WIDE[(False, 2)][0]),):
     stages = norm_config(M, block, "bwd", DEVICE).num_stages
     print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {stages:>7}")
 

@@ -19,8 +19,8 @@ from tritonperf.kernels.norms import (
     BWD_NUM_STAGES,
     BWD_SHARED_BYTES,
     BWD_TILED,
+    BWD_WIDE,
     BWD_WIDE_N,
-    BWD_WIDE_WARPS,
     FWD_CONFIGS,
     FWD_FLOAT32_CONFIGS,
     FWD_MAX_UNROLLED_TILES,
@@ -452,13 +452,13 @@ def test_default_configs(device):
         cfg = norm_config(4096, n, direction, device)
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (FWD_TILED if direction == "fwd" else BWD_TILED)[1]
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
-    # The backward holds rows of up to BWD_WIDE_N columns for the BWD_WIDE_WARPS cases, one to a
-    # program at one stage, and reads each tile twice; float32 layer norm streams them.
+    # The backward holds rows of up to BWD_WIDE_N columns for the BWD_WIDE cases, one to a
+    # program in the table's warps and stages, and reads each tile twice; float32 layer norm streams them.
     for n in (BWD_WIDE_N, 9000):
         for rms, itemsize in ((True, 2), (True, 4), (False, 2)):
             cfg = norm_config(4096, n, "bwd", device, itemsize=itemsize, rms=rms)
-            assert not cfg.tiled and (cfg.block_n, cfg.rows, cfg.num_stages) == (BWD_WIDE_N, 1, 1) and cfg.reload
-            assert cfg.num_warps == BWD_WIDE_WARPS[(rms, itemsize)]
+            assert not cfg.tiled and (cfg.block_n, cfg.rows) == (BWD_WIDE_N, 1) and cfg.reload
+            assert (cfg.num_warps, cfg.num_stages) == BWD_WIDE[(rms, itemsize)]
         cfg = norm_config(4096, n, "bwd", device, itemsize=4)
         assert cfg.tiled and not cfg.reload
     assert norm_config(4096, 2 * BWD_WIDE_N, "bwd", device, rms=True).tiled

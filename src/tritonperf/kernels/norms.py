@@ -575,8 +575,8 @@ FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}  # by bytes per element; float32 takes FW
 # against the previous table's (all at one stage): 4096 x 4096 0.65 (0.49), 4096 x 8192 0.75
 # (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
 BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
-# Rows of 8193 to BWD_WIDE_N columns are held in registers too, one to a program at one stage, for
-# the (RMS, bytes per element) cases of BWD_WIDE_WARPS, in that many warps; the others stream
+# Rows of 8193 to BWD_WIDE_N columns are held in registers too, one to a program, for the (RMS,
+# bytes per element) cases of BWD_WIDE, in that many warps and pipeline stages; the others stream
 # through BWD_TILED. These rows read each tile twice (NormConfig.reload): once for the row sums,
 # again, from cache, for dx. The history, all on an H200 with triton 3.6 and torch 2.11, GB/s
 # (torch.compile in parentheses):
@@ -596,8 +596,17 @@ BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4,
 #   16384 x 16384 2652 against 2373 (2034), 4096 x 12288 2156 against 1925 (2215)). float32
 #   layer norm gained 3% held without reading again (2443 against 2369) and lost 10% reading
 #   again: it stays tiled. float32 RMS norm in 8 warps: 3571 against 3078 in 32 (16 warps 3047).
+# - 16-bit layer norm then moved to two stages: the loop over a program's rows loads the next
+#   row's x and dy into shared memory (64 KB) while the current one is reduced. Two interleaved
+#   runs (2026-11-23, commit 1063313, each variant checked against the default's gradients), GB/s
+#   at two stages in 16 warps against one: bfloat16 4096 x 16384 2773 and 2749 against 2485 and
+#   2457; float16 4096 x 16384 2877 against 2488, bfloat16 16384 x 16384 3034 against 2701,
+#   bfloat16 4096 x 12288 2270 against 2111. In 8 warps two stages were 0.5-2% behind 16; in 32,
+#   14-22%. Three stages do not fit in shared memory. RMS norm lost 6-11% at two stages (16 or 32
+#   warps against its 32 at one).
 BWD_WIDE_N = 16384
-BWD_WIDE_WARPS = {(True, 2): 32, (True, 4): 8, (False, 2): 16}  # (RMS, bytes per element): num_warps
+# (RMS, bytes per element): (num_warps, num_stages)
+BWD_WIDE = {(True, 2): (32, 1), (True, 4): (8, 1), (False, 2): (16, 2)}
 # The backward pipelines its loops over rows this deep (three stages won at nearly every shape of
 # the sweep), as far as two buffers of x and dy per extra stage fit this much shared memory.
 BWD_NUM_STAGES = 3
@@ -737,7 +746,7 @@ def norm_config(
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
     choice in interpreter mode): the tables ``FWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS`` first for
-    float32) and ``BWD_CONFIGS`` (then ``BWD_WIDE_WARPS`` up to ``BWD_WIDE_N`` columns) when rows
+    float32) and ``BWD_CONFIGS`` (then ``BWD_WIDE`` up to ``BWD_WIDE_N`` columns) when rows
     fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
     little of their register block (``FWD_STREAMED``) and holds float32 rows of ``FWD_FLOAT32_LONG``
     columns. The forward launches one program per tile (a row, on the tiled path) unless
@@ -761,7 +770,7 @@ def norm_config(
         table, tiled_default = FWD_CONFIGS, FWD_TILED
     else:
         table, tiled_default = BWD_CONFIGS, BWD_TILED
-    wide_warps = BWD_WIDE_WARPS.get((rms, itemsize)) if direction == "bwd" else None
+    wide_warps, wide_stages = BWD_WIDE.get((rms, itemsize), (None, 1)) if direction == "bwd" else (None, 1)
     longest_held = BWD_WIDE_N if wide_warps else table[-1][0]
     whole_row = next_power_of_2(max(N, 1))
     streamed = _fwd_streamed(N, itemsize, rms) if direction == "fwd" else None
@@ -800,7 +809,7 @@ def norm_config(
             resident = sms * (per_sm or max(1, 16 // num_warps))
             programs = programs or cdiv(TILED_BWD_WAVES * resident, cdiv(N, block_n))
     if num_stages is None and direction == "bwd":
-        num_stages = 1 if block_n == BWD_WIDE_N and block_n >= N else None
+        num_stages = wide_stages if block_n == BWD_WIDE_N and block_n >= N else None
         num_stages = num_stages or min(BWD_NUM_STAGES, 1 + BWD_SHARED_BYTES // (2 * rows * block_n * itemsize))
     return NormConfig(block_n, rows, num_warps, max(1, min(programs, tiles)), num_stages or 1, tiled=block_n < N,
                       reload=reload)
