@@ -158,3 +158,51 @@ def test_attention_tables_follow_their_plots_and_name_only_what_varies(sample_do
     # Without a selection, every shape is a row, named in full.
     _, rows = report.pivot(sample_doc, "attention", "fwd", "float16")
     assert len(rows) == 8 and rows[0][0] == "B=16\u00a0H=32\u00a0N=1024\u00a0D=64\u00a0causal=False"
+
+
+def test_size_plot_places_each_kernel_record_by_the_bytes_it_moves(sample_doc):
+    from tritonperf.bench.plotting import bytes_moved, plot_sizes, size_reference, size_text
+
+    # torch's vector add draws the line; 12 bytes per element in float32 (a, b read, out written).
+    assert [round(n) for n, _ in size_reference(sample_doc)] == [12 << 20, 12 << 24]
+    assert size_reference(sample_doc)[0][1] == pytest.approx(12 * (1 << 20) / 0.025 * 1e-6 / 1000.0)
+    assert plot_sizes(sample_doc, live=False) is None  # no memory-bound kernel of ours in the run yet
+    softmax = {"kernel": "softmax", "direction": "fwd", "dtype": "float16", "shape": {"M": 4096, "N": 256}, "TFLOPS": None}
+    n_bytes = 2 * 4096 * 256 * 2  # x read, y written
+    sample_doc["records"] += [dict(softmax, variant=v, ms=ms, GBps=n_bytes / ms * 1e-6)
+                              for v, ms in (("tritonperf", 0.004), ("torch", 0.008))]
+    assert bytes_moved(sample_doc["records"][-1]) == pytest.approx(n_bytes)
+    fig = plot_sizes(sample_doc, live=False)
+    ax = fig.axes[0]
+    # One marker for our softmax (torch's softmax is not drawn), at its bytes and share of the ceiling.
+    (offsets,) = [c.get_offsets() for c in ax.collections]
+    assert offsets.tolist() == [[pytest.approx(n_bytes), pytest.approx(n_bytes / 0.004 * 1e-6 / 1000.0)]]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "torch a + b (vector add)", "softmax fwd", "copy ceiling = 1,000 GB/s"]
+    assert "NVIDIA" not in fig.texts[0].get_text() and "Example GPU" in fig.texts[0].get_text()
+    assert (size_text(512), size_text(4 << 20), size_text(1.5 * 2**30), size_text(5 * 2**40)) == (
+        "512 B", "4 MiB", "1.5 GiB", "5.12e+03 GiB")
+    plt.close("all")
+
+
+def test_size_paragraph_reads_its_figures_from_the_run(sample_doc):
+    # The sample's torch vector add runs at 503 GB/s (12 MiB) and 805 GB/s (192 MiB) of a 1000 GB/s ceiling.
+    text = report.sizes_text(sample_doc)
+    assert "half the copy ceiling from 12 MiB a call, 90% at no size of this run" in text
+    sample_doc["ceilings"]["copy_GBps"] = 850.0
+    assert "90% from 192 MiB a call" in report.sizes_text(sample_doc)
+
+
+def test_results_page_shows_the_size_plot_when_the_run_has_memory_bound_kernels(sample_doc, tmp_path):
+    from tritonperf.bench import records
+
+    page = report.results_page([records.save(sample_doc, tmp_path / "a.json")], tmp_path / "img", "/img")
+    assert "sizes.png" not in page
+    softmax = {"kernel": "softmax", "variant": "tritonperf", "direction": "bwd", "dtype": "float32",
+               "shape": {"M": 4096, "N": 4096}, "ms": 0.05, "GBps": 3 * 4096 * 4096 * 4 / 0.05 * 1e-6, "TFLOPS": None}
+    sample_doc["records"].append(softmax)
+    page = report.results_page([records.save(sample_doc, tmp_path / "b.json")], tmp_path / "img", "/img")
+    assert "![memory-bound kernels by bytes moved on Example GPU](/img/b-sizes.png)" in page
+    assert (tmp_path / "img" / "b-sizes.png").stat().st_size > 0
+    assert page.index("The package's targets") < page.index(report.sizes_text(sample_doc)) < page.index("### ")
+    plt.close("all")

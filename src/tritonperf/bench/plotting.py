@@ -111,3 +111,79 @@ def _bars(ax, rows: list[dict[str, Any]], metric: str) -> None:
         ax.bar(xs, [rates.get(s, 0) for s in shapes], width, label=variant, zorder=3)
     ax.set_xticks(range(len(shapes)), shapes)
     ax.set_xlabel(" × ".join(rows[0]["shape"]))
+
+
+#: The memory-bound kernels that :func:`plot_sizes` places against the bytes they move.
+SIZE_KERNELS = ("softmax", "layer_norm", "rms_norm", "transpose")
+#: The streaming pass that draws :func:`plot_sizes`' reference line: torch's ``a + b``.
+SIZE_REFERENCE = ("vector_add", "torch")
+
+
+def bytes_moved(record: dict[str, Any]) -> float:
+    """Bytes one call of a record moves (its byte count, recovered from its rate and time)."""
+    return record["GBps"] * record["ms"] * 1e6
+
+
+def size_reference(doc: dict[str, Any]) -> list[tuple[float, float]]:
+    """``(bytes moved, share of the copy ceiling)`` of torch's vector add in ``doc``, by size.
+
+    Empty when the document has no copy ceiling or no such records.
+    """
+    ceiling = doc["ceilings"].get("copy_GBps")
+    kernel, variant = SIZE_REFERENCE
+    if not ceiling:
+        return []
+    return sorted((bytes_moved(r), r["GBps"] / ceiling) for r in doc["records"]
+                  if r["kernel"] == kernel and r["variant"] == variant)
+
+
+def size_text(n_bytes: float) -> str:
+    """A byte count in the largest binary unit that keeps it at least 1: ``"4 MiB"``, ``"1.5 GiB"``."""
+    units = ("B", "KiB", "MiB", "GiB")
+    i = 0
+    while n_bytes >= 1024 and i < len(units) - 1:
+        n_bytes /= 1024
+        i += 1
+    return f"{n_bytes:.3g} {units[i]}"
+
+
+def plot_sizes(doc: dict[str, Any], *, live: bool) -> Figure | None:
+    """Share of the copy ceiling against the bytes a call moves, for the memory-bound kernels.
+
+    One marker per record of our kernels (:data:`SIZE_KERNELS`; forward filled, backward open),
+    every shape and dtype, and a line through torch's vector add (:data:`SIZE_REFERENCE`), a
+    plain streaming pass: a kernel near that line runs as fast as any pass over its bytes does;
+    one far below it loses time of its own. None when ``doc`` has no copy ceiling, no vector add
+    records or no records of those kernels.
+    """
+    reference = size_reference(doc)
+    ceiling = doc["ceilings"].get("copy_GBps")
+    points: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for r in doc["records"]:
+        if r["kernel"] in SIZE_KERNELS and r["variant"] == "tritonperf" and r["GBps"]:
+            points[(r["kernel"], r["direction"])].append((bytes_moved(r), r["GBps"] / ceiling))
+    if not reference or not points:
+        return None
+
+    fig, ax = plt.subplots(figsize=(8, 4.8), facecolor="white", layout="constrained")
+    xs, ys = zip(*reference, strict=True)
+    ax.plot(xs, ys, color="black", linewidth=1.4, marker=".", label="torch a + b (vector add)", zorder=2)
+    colors = dict(zip(SIZE_KERNELS, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
+    for (kernel, direction), kernel_points in sorted(points.items()):
+        xs, ys = zip(*kernel_points, strict=True)
+        filled = direction == "fwd"
+        ax.scatter(xs, ys, s=28, label=f"{kernel} {direction}", zorder=3, edgecolors=colors[kernel],
+                   facecolors=colors[kernel] if filled else "none", marker="o" if filled else "s")
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label=f"copy ceiling = {ceiling:,.0f} GB/s")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(lambda value, _: size_text(value))
+    ax.set_xlabel("bytes one call moves")
+    ax.set_ylabel("share of the copy ceiling")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    # Small calls sit low on the left, so the upper left corner stays free for the legend.
+    ax.legend(loc="upper left", fontsize="small", framealpha=0.9)
+    ax.set_title("memory-bound kernels against the bytes they move (tritonperf, every dtype)")
+    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
+    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    return fig

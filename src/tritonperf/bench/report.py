@@ -92,7 +92,7 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
     import matplotlib.pyplot as plt
 
     from . import records, targets
-    from .plotting import caption, plot_results
+    from .plotting import caption, plot_results, plot_sizes
 
     image_dir = Path(image_dir)
     image_dir.mkdir(parents=True, exist_ok=True)
@@ -111,6 +111,11 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
             parts.append("The package's targets, held against this run (the worst value is a share of the ceiling, "
                          "or a speed over the torch variants named):\n\n"
                          + markdown_table(targets.TABLE_HEADER, target_rows, right=(3, 4)) + "\n")
+        fig = plot_sizes(doc, live=False)
+        if fig is not None:
+            fig.savefig(image_dir / f"{slug}-sizes.png", dpi=110)
+            plt.close(fig)
+            parts.append(sizes_text(doc) + f"\n\n![memory-bound kernels by bytes moved on {p['gpu']}]({image_url}/{slug}-sizes.png)\n")
         cases = sorted({(r["kernel"], r["direction"], r["dtype"]) for r in doc["records"]})
         for kernel, direction, dtype in cases:
             parts.append(f"### {kernel} {direction}, {dtype}\n")
@@ -128,6 +133,25 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
                 omit = ("D", "causal") if kernel == "attention" else ()
                 parts.append(markdown_table(*pivot(doc, kernel, direction, dtype, select, omit)) + "\n")
     return "\n".join(parts)
+
+
+def sizes_text(doc: dict[str, Any]) -> str:
+    """The paragraph over the results page's size plot, its figures read from ``doc``."""
+    from .plotting import size_reference, size_text
+
+    reference = size_reference(doc)
+
+    def reached(share: float) -> str:
+        sizes = [n for n, s in reference if s >= share]
+        return f"from {size_text(sizes[0])} a call" if sizes else "at no size of this run"
+
+    return (
+        "Where the memory-bound kernels stand against the bytes one call moves, every shape and dtype of the run. "
+        "The line is torch's vector add, a plain pass over its inputs: it reaches half the copy ceiling "
+        f"{reached(0.5)}, 90% {reached(0.9)}. A call that moves a few MiB lasts a few microseconds, and the "
+        "time to launch it, fill the GPU and drain it is a large part of that: a marker near the line is as fast "
+        "as any pass over that many bytes; one well below it loses time of its own."
+    )
 
 
 def plot_groups(doc: dict[str, Any], kernel: str, direction: str, dtype: str) -> list[tuple[str, Any, Any]]:
