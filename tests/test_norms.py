@@ -26,6 +26,7 @@ from tritonperf.kernels.norms import (
     FWD_MAX_UNROLLED_TILES,
     FWD_RELOAD,
     FWD_STREAMED,
+    FWD_STREAMED_FULL,
     FWD_TILED,
     layer_norm,
     layer_norm_bwd,
@@ -444,8 +445,9 @@ def test_offsets_past_2_31_elements(norm):
 
 # -- configuration ---------------------------------------------------------------------------------
 def test_default_configs(device):
+    # The forward as RMS norm: 16-bit layer norm streams rows of 16384 columns (test_streamed_forward_configs).
     for n, direction, table in [(n, "fwd", FWD_CONFIGS) for n in (1, 256, 4096, 16384)] + [(n, "bwd", BWD_CONFIGS) for n in (1, 300, 8192)]:
-        cfg = norm_config(4096, n, direction, device)
+        cfg = norm_config(4096, n, direction, device, rms=direction == "fwd")
         assert not cfg.tiled and cfg.block_n >= n and cfg.block_n <= table[-1][0]
         assert 1 <= cfg.programs <= -(-4096 // cfg.rows)
     for n, direction in [(32768, "fwd"), (65536, "fwd"), (65536, "bwd")]:
@@ -504,14 +506,19 @@ def test_streamed_forward_configs(device):
         return norm_config(4096, n, "fwd", device, itemsize=itemsize, rms=rms, **knobs)
 
     for (itemsize, rms), (max_fill, max_n, block_n) in FWD_STREAMED.items():
-        streamed = [n for n in (3000, 4096, 5120, 6144, 8192, 10000, 12288, 16384) if cfg(n, itemsize, rms).tiled]
-        expected = [n for n in (5120, 6144, 8192, 10000, 12288, 16384)
-                    if n <= max_n and n <= max_fill * (1 << (n - 1).bit_length())]
+        streamed = [n for n in (3000, 4096, 5120, 6144, 8192, 10000, 12288, 15000, 16384) if cfg(n, itemsize, rms).tiled]
+        expected = [n for n in (5120, 6144, 8192, 10000, 12288, 15000, 16384)
+                    if n <= max_n and n <= max_fill * (1 << (n - 1).bit_length())
+                    or n in FWD_STREAMED_FULL.get((itemsize, rms), ())]
         assert streamed == expected, (itemsize, rms)
         for n in streamed:
             c = cfg(n, itemsize, rms)
             assert c.block_n == block_n and 8 <= c.num_warps <= 16 and c.programs == 4096
             assert not cfg(n, itemsize, rms, block_n=16384).tiled  # an explicit block wins
+    # 16-bit layer norm streams its rows of 16384 columns (FWD_STREAMED_FULL) in 16 warps, not
+    # the 8192 or 15000 columns that fill their blocks as much or nearly.
+    assert cfg(16384, 2, False).tiled and cfg(16384, 2, False).num_warps == 16
+    assert not cfg(8192, 2, False).tiled and not cfg(15000, 2, False).tiled
     assert cfg(10000, 2, False).num_warps == 8 and cfg(10000, 4, False).num_warps == 16
     assert cfg(5120, 2, True).num_warps == 8 and cfg(5120, 4, True).num_warps == 16
     # Float32 rows of 24577-32768 columns are held (and read again); shorter and longer ones are not.

@@ -640,7 +640,14 @@ FWD_TILED = (8192, 1, 16)
 # float32 16384 x 5120 4149 and 4142 (4107, 4092; 4179, 4144), 4096 x 65536 3157 and 3159
 # (3114, 3112; 2647, 2653). Streaming the 16-bit rows of 16384 columns, which are held, would
 # gain about 4% with it (bfloat16, 2048 columns a tile in 16 warps: 3732 and 3703 against 3588
-# and 3500 held; torch.compile 3803, 3764); not adopted yet, as it was measured at one row count.
+# and 3500 held; torch.compile 3803, 3764). It now does (FWD_STREAMED_FULL), after two more
+# interleaved runs (H200, triton 3.6, torch 2.11, 2026-11-23, at commits 1063313 and b3f4a09) in
+# which it gained at every row count tried, GB/s against held (torch.compile in parentheses):
+# 4096 x 16384 bfloat16 3746 and 3739 against 3651 and 3649 (3814, 3814), float16 3847 and
+# 3822 against 3779 and 3782 (3858, 3846); 8192 x 16384 bfloat16 3932 against 3797 (4027),
+# float16 4002 against 3851 (3987); 16384 x 16384 bfloat16 4025 and 3977 against 3844 and 3832
+# (4104, 4124), float16 4107 against 3942 (4149). 4096-column tiles and 8 warps were no better;
+# rows of 8192 columns, streamed the same way, lost 12-13%.
 # Rows of FWD_STREAMED_MIN_N < N <= max_n columns that would fill at most max_fill of their register
 # block (a power of two) are streamed too, through BLOCK_N-wide tiles: (bytes per element, RMS):
 # (max_fill, max_n, BLOCK_N). Their warps: the row's bytes over FWD_TILED_BYTES_PER_WARP[rms],
@@ -657,6 +664,9 @@ FWD_TILED = (8192, 1, 16)
 FWD_STREAMED_MIN_N = 4096
 FWD_STREAMED = {(2, False): (0.75, 16384, 2048), (2, True): (0.75, 16384, 4096),
                 (4, False): (0.625, 16384, 2048), (4, True): (1.0, 8192, 4096)}
+# Row lengths streamed through FWD_STREAMED's tiles though they fill their register block:
+# (bytes per element, RMS): lengths.
+FWD_STREAMED_FULL = {(2, False): (16384,)}
 FWD_TILED_BYTES_PER_WARP = {False: 2048, True: 1024}
 # The tiled forward unrolls its passes over rows of up to this many tiles (see _norm_fwd_tiled_row).
 FWD_MAX_UNROLLED_TILES = 16
@@ -720,7 +730,8 @@ def _fwd_streamed(N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
     if rule is None:
         return None
     max_fill, max_n, block_n = rule
-    if not FWD_STREAMED_MIN_N < N <= max_n or N > max_fill * next_power_of_2(N):
+    full = N in FWD_STREAMED_FULL.get((itemsize, rms), ())
+    if not full and (not FWD_STREAMED_MIN_N < N <= max_n or N > max_fill * next_power_of_2(N)):
         return None
     warps = floor_power_of_2(max(N * itemsize // FWD_TILED_BYTES_PER_WARP[rms], 1))
     return block_n, min(max(warps, 8), 16)
@@ -748,7 +759,8 @@ def norm_config(
     choice in interpreter mode): the tables ``FWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS`` first for
     float32) and ``BWD_CONFIGS`` (then ``BWD_WIDE`` up to ``BWD_WIDE_N`` columns) when rows
     fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
-    little of their register block (``FWD_STREAMED``) and holds float32 rows of ``FWD_FLOAT32_LONG``
+    little of their register block (``FWD_STREAMED``; ``FWD_STREAMED_FULL`` names lengths streamed
+    though they fill it) and holds float32 rows of ``FWD_FLOAT32_LONG``
     columns. The forward launches one program per tile (a row, on the tiled path) unless
     ``programs`` asks for a persistent grid. The backward's grid is persistent: ``programs``
     defaults to ``per_sm`` programs per SM (the launchers measure it with :func:`programs_per_sm`;
