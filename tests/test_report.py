@@ -180,6 +180,8 @@ def test_size_plot_places_each_kernel_record_by_the_bytes_it_moves(sample_doc):
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "torch a + b (vector add)", "softmax fwd", "copy ceiling = 1,000 GB/s"]
     assert "NVIDIA" not in fig.texts[0].get_text() and "Example GPU" in fig.texts[0].get_text()
+    del sample_doc["ceilings"]["copy_GBps"]  # a run without a copy ceiling has no shares to plot
+    assert size_reference(sample_doc) == [] and plot_sizes(sample_doc, live=False) is None
     assert (size_text(512), size_text(4 << 20), size_text(1.5 * 2**30), size_text(5 * 2**40)) == (
         "512 B", "4 MiB", "1.5 GiB", "5.12e+03 GiB")
     plt.close("all")

@@ -157,12 +157,14 @@ def plot_sizes(doc: dict[str, Any], *, live: bool) -> Figure | None:
     records or no records of those kernels.
     """
     reference = size_reference(doc)
-    ceiling = doc["ceilings"].get("copy_GBps")
+    if not reference:
+        return None
+    ceiling = doc["ceilings"]["copy_GBps"]
     points: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for r in doc["records"]:
         if r["kernel"] in SIZE_KERNELS and r["variant"] == "tritonperf" and r["GBps"]:
             points[(r["kernel"], r["direction"])].append((bytes_moved(r), r["GBps"] / ceiling))
-    if not reference or not points:
+    if not points:
         return None
 
     fig, ax = plt.subplots(figsize=(8, 4.8), facecolor="white", layout="constrained")
