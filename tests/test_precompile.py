@@ -39,7 +39,7 @@ def test_compile_job_calls_its_variant_at_each_shape_and_reports_what_raised(mon
                      quick_shapes=[{"N": 8}], dtypes=[torch.float32, torch.float16],
                      make_args=lambda shape, dtype: (shape["N"],),
                      variants={"tritonperf": ours, "torch": lambda n: calls.append(("torch", n))})
-    monkeypatch.setattr(precompile, "specs_for", lambda kernel: [spec])
+    monkeypatch.setattr("tritonperf.bench.specs.specs_for", lambda kernel: [spec])  # spec_for reads it
     errors = precompile.compile_job(precompile.Job("vector_add", "fwd", "tritonperf", "float16"))
     assert calls == [("ours", 8), ("ours", 16)]  # its own variant and dtype only
     assert errors == ["vector_add fwd float16 {'N': 16} tritonperf: ValueError: no 16 today"]

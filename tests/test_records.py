@@ -121,3 +121,11 @@ def test_committed_results_exist_and_validate():
         doc = records.load(path)
         assert path.stem == records.slug(doc["provenance"]["gpu"])
         assert json.loads(path.read_text()) == doc
+
+
+def test_spec_for_names_a_missing_direction():
+    from tritonperf.bench.specs import spec_for
+
+    assert spec_for("softmax", "bwd").direction == "bwd"
+    with pytest.raises(ValueError, match="'transpose' has no 'bwd' benchmark"):
+        spec_for("transpose", "bwd")

@@ -9,7 +9,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from .specs import specs_for
+from .specs import spec_for
 
 UNITS = {"GBps": "GB/s", "TFLOPS": "TFLOPS"}
 
@@ -61,7 +61,7 @@ def plot_results(
             Keys that change together with x, like the batch of an attention run whose tokens
             are fixed, belong out of it.
     """
-    spec = next(s for s in specs_for(kernel) if s.direction == direction)
+    spec = spec_for(kernel, direction)
     metric, x = spec.metric, spec.x
     rows = [
         r for r in doc["records"]

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import torch
 
 from .runner import dtype_name
-from .specs import specs_for
+from .specs import spec_for, specs_for
 
 
 class Job(NamedTuple):
@@ -48,7 +48,7 @@ def plan(kernels: Iterable[str], quick: bool = False) -> list[tuple[Job, int]]:
 
 def compile_job(job: Job, quick: bool = False) -> list[str]:
     """Call ``job``'s variant once at each of its shapes; return a line per case that raised."""
-    spec = next(s for s in specs_for(job.kernel) if s.direction == job.direction)
+    spec = spec_for(job.kernel, job.direction)
     dtype = getattr(torch, job.dtype)
     errors = []
     for case_dtype, shape, variant in spec.cases(quick):

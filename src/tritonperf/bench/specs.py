@@ -116,3 +116,11 @@ def specs_for(kernel: str) -> list[BenchSpec]:
         raise ValueError(f"unknown kernel {kernel!r}; known: {', '.join(SPECS)}")
     module = importlib.import_module(f"tritonperf.bench.suites.{SPECS[kernel]}")
     return [spec for spec in module.specs() if spec.kernel == kernel]
+
+
+def spec_for(kernel: str, direction: str) -> BenchSpec:
+    """The spec of one kernel in one direction; ValueError when there is none."""
+    for spec in specs_for(kernel):
+        if spec.direction == direction:
+            return spec
+    raise ValueError(f"kernel {kernel!r} has no {direction!r} benchmark")
