@@ -176,7 +176,8 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   hold but that would leave a quarter or more of their power-of-two block masked (5120 columns
 #   pad to 8192) are streamed too, through 2048- or 4096-element tiles (``FWD_STREAMED``), and
 #   so are layer norm's 16-bit rows of 16384 columns, which fill their block: 1-6% faster than
-#   held in every comparison of four interleaved runs on an H200 (``FWD_STREAMED_FULL``).
+#   held in every comparison of four interleaved runs on an H200 (triton 3.6, torch 2.11,
+#   2026-11-23; ``FWD_STREAMED_FULL``).
 # * **Tile loops of known length.** Each program takes one row, and the kernel is compiled for
 #   the row's tile count (``TILES``, up to 16): both passes are unrolled, each thread sends
 #   every tile's loads at once, and only the last tile is masked. ``torch.compile`` gets this
