@@ -20,6 +20,47 @@ def device() -> torch.device:
     return runtime.default_device()
 
 
+# sm_86 and sm_89 GPUs (RTX 30x0 and 40x0, A10, L4, L40) let a program use 99 KB of shared memory.
+SMALL_GPU_SHARED = 99 * 1024
+
+
+class SharedMemoryWatch:
+    """What :func:`tritonperf.kernels._rows.fit_stages` compiled: ``(NUM_STAGES, shared bytes)`` tries by kernel."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.compiled: dict[str, list[tuple[int, int]]] = {}
+
+    def check(self) -> None:
+        """At least one kernel's first try was too big, and every kernel's last try fits."""
+        too_big = [name for name, tries in self.compiled.items() if tries[0][1] > self.limit]
+        assert too_big, f"no kernel needed fewer stages to fit {self.limit} bytes: {self.compiled}"
+        for name, tries in self.compiled.items():
+            assert tries[-1][1] <= self.limit, f"{name} still asks for {tries[-1][1]} bytes: {tries}"
+
+
+@pytest.fixture
+def small_gpu_shared_memory(monkeypatch) -> SharedMemoryWatch:
+    """Pretend the GPU gives a program SMALL_GPU_SHARED bytes, and record the compiles fit_stages asks for."""
+    from triton.runtime.jit import JITFunction
+
+    from tritonperf.kernels import _rows
+
+    watch = SharedMemoryWatch(SMALL_GPU_SHARED)
+    monkeypatch.setattr(runtime, "shared_memory_per_block", lambda device=None: watch.limit)
+    monkeypatch.setattr(_rows, "_FITTED", {})
+    warmup = JITFunction.warmup
+
+    def spy(self, *args, **kwargs):
+        kernel = warmup(self, *args, **kwargs)
+        if "NUM_STAGES" in kwargs:
+            watch.compiled.setdefault(self.__name__, []).append((kwargs["NUM_STAGES"], kernel.metadata.shared))
+        return kernel
+
+    monkeypatch.setattr(JITFunction, "warmup", spy)
+    return watch
+
+
 @pytest.fixture(autouse=True)
 def _fresh_seed(request):
     # A different seed for every test, but reproducible from the test's name.

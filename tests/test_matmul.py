@@ -487,7 +487,7 @@ def test_interpreter_runs_one_small_config():
 
 
 def _prune(M, N, K, dtype, out_dtype=None, smem=232448, tma=False, monkeypatch=None):
-    monkeypatch.setattr(mm, "_shared_memory_bytes", lambda device: smem)
+    monkeypatch.setattr(mm.runtime, "shared_memory_per_block", lambda device: smem)
     args = {"a_ptr": torch.empty(0, dtype=dtype), "c_ptr": torch.empty(0, dtype=out_dtype or dtype), "M": M, "N": N, "K": K}
     return prune_configs(gpu_configs(), args, tma=tma, GROUP_M=8)
 
@@ -515,7 +515,7 @@ def test_prune_drops_tiles_larger_than_the_problem(monkeypatch):
 
 def test_warp_specialized_configs_fit_an_h100s_shared_memory(monkeypatch):
     # 227 KiB: both 16-bit pipelines (3 stages) and their staged output tiles fit, and keep their flag.
-    monkeypatch.setattr(mm, "_shared_memory_bytes", lambda device: 232448)
+    monkeypatch.setattr(mm.runtime, "shared_memory_per_block", lambda device: 232448)
     for dtype in (torch.float16, FP8):
         args = {"a_ptr": torch.empty(0, dtype=dtype), "c_ptr": torch.empty(0, dtype=torch.bfloat16),
                 "M": 4096, "N": 4096, "K": 4096}

@@ -76,6 +76,15 @@ def sm_count(device: torch.device | str | None = None) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+@functools.cache  # fixed per device
+def shared_memory_per_block(device: torch.device | str | None = None) -> int:
+    """The most shared memory, in bytes, one program may use on a CUDA device (the current one by
+    default): the opt-in limit, above the 48 KB a launch gets without asking. About 227 KB on Hopper,
+    163 KB on an A100, 99 KB on sm_86 and sm_89 GPUs."""
+    props = torch.cuda.get_device_properties(device)
+    return getattr(props, "shared_memory_per_block_optin", props.shared_memory_per_block)
+
+
 def default_device() -> torch.device:
     """The device tensors should be created on in the current mode."""
     return torch.device("cuda") if MODE == "gpu" else torch.device("cpu")

@@ -1,4 +1,5 @@
-"""What the row-wise kernels (softmax, layer and RMS norm) tell the compiler about their rows.
+"""What the row-wise kernels (softmax, layer and RMS norm) tell the compiler about their rows, and
+how deep a pipeline their loops may ask for on the GPU at hand.
 
 Triton vectorizes a masked load of a row, 16 bytes at a time, only when it can prove that the row
 length and the row stride keep each 16-byte group of lanes whole. It learns that from its own
@@ -7,14 +8,24 @@ specialization of integer arguments, which notes divisibility by 16 and nothing 
 time, and ran at about 0.6 of torch.compile's speed (H200, triton 3.6). ``tl.multiple_of`` does not
 reach scalar arguments, so the launcher measures the alignment, passes it as a constexpr, and the
 kernel rewrites each value in a form whose divisibility the compiler can see.
+
+The kernels' loops over rows and tiles are software-pipelined (``NUM_STAGES``): the next rows are
+loaded into shared memory while the current ones are worked on. The stage counts in their tables
+were measured on Hopper, where a program may use 227 KB; a GPU with less shared memory would
+refuse some of them at launch (``OutOfResources``), so :func:`launch` first lowers the count to one
+whose compiled kernel fits.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+import torch
 import triton
 import triton.language as tl
+
+from .. import runtime
 
 #: Divisibility Triton already detects by itself (``aligned`` repeats the number: a kernel reads
 #: only constexpr globals).
@@ -37,3 +48,41 @@ def aligned(value, ALIGN: tl.constexpr):
     if ALIGN > 1 and ALIGN < 16:
         value = value // ALIGN * ALIGN
     return value
+
+
+_FITTED: dict[tuple, int] = {}
+
+
+def fit_stages(kernel, args: Sequence, consts: dict, num_warps: int, device: torch.device, limit: int | None = None) -> int:
+    """The deepest pipeline, at most ``consts["NUM_STAGES"]``, at which ``kernel`` fits in shared memory.
+
+    Compiles ``kernel`` for ``args`` and ``consts`` (without launching it) at one stage fewer at a
+    time until its shared memory is at most ``limit`` (by default the device's
+    :func:`~tritonperf.runtime.shared_memory_per_block`); never below one stage, whose failure, if
+    any, Triton reports at launch. Cached per kernel, constants, warps, argument dtypes, device
+    and limit. Off the GPU (the interpreter has no shared memory) the count is returned as it is.
+    """
+    stages = consts["NUM_STAGES"]
+    if stages <= 1 or device.type != "cuda":
+        return stages
+    dtypes = tuple(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
+    key = (id(kernel), tuple(sorted(consts.items())), num_warps, dtypes, device.index, limit)
+    if key not in _FITTED:
+        most = limit or runtime.shared_memory_per_block(device)
+        while True:
+            compiled = kernel.warmup(*args, grid=(1,), **{**consts, "NUM_STAGES": stages}, num_warps=num_warps)
+            if stages == 1 or compiled.metadata.shared <= most:
+                break
+            stages -= 1
+        _FITTED[key] = stages
+    return _FITTED[key]
+
+
+def launch(kernel, grid: tuple[int, ...], args: Sequence, consts: dict, num_warps: int, *, fit: bool = True) -> None:
+    """``kernel[grid](*args, **consts, num_warps=num_warps)``, with ``NUM_STAGES`` lowered by
+    :func:`fit_stages` first when ``fit`` (pass False when the caller chose the stage count: then a
+    count that does not fit is Triton's error to report)."""
+    if fit:
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        consts = {**consts, "NUM_STAGES": fit_stages(kernel, args, consts, num_warps, device)}
+    kernel[grid](*args, **consts, num_warps=num_warps)

@@ -382,12 +382,6 @@ else:
     WS_CONFIGS = gpu_configs(warp_specialize=True)
 
 
-@functools.cache
-def _shared_memory_bytes(device: torch.device) -> int:
-    props = torch.cuda.get_device_properties(device)
-    return getattr(props, "shared_memory_per_block_optin", props.shared_memory_per_block)
-
-
 def _pipeline_bytes(block_m: int, block_n: int, block_k: int, stages: int, itemsize: int) -> int:
     """Shared memory held by a software pipeline of ``stages`` A and B tiles."""
     return stages * (block_m * block_k + block_k * block_n) * itemsize
@@ -411,7 +405,7 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
     itemsize = a.element_size()
     smallest_k = _MIN_BLOCK_K_FP8 if itemsize == 1 else _MIN_BLOCK
     block_k = max(smallest_k, min(K_TILE_BYTES // itemsize, next_power_of_2(max(K, 1))))
-    limit = _shared_memory_bytes(a.device)
+    limit = runtime.shared_memory_per_block(a.device)
 
     def with_block_k(config: triton.Config, num_stages: int) -> triton.Config:
         return triton.Config({**config.kwargs, "BLOCK_K": block_k}, num_warps=config.num_warps, num_stages=num_stages)
@@ -510,7 +504,7 @@ def _check_pinned_tile(tile: dict, a: torch.Tensor, out: torch.Tensor, device: t
         return
     bm, bn, bk, stages = tile["BLOCK_M"], tile["BLOCK_N"], tile["BLOCK_K"], tile["num_stages"]
     need = _pipeline_bytes(bm, bn, bk, stages, a.element_size()) + (bm * bn * out.element_size() if tma else 0)
-    limit = _shared_memory_bytes(device)
+    limit = runtime.shared_memory_per_block(device)
     if need + _BARRIER_BYTES > limit:
         raise ValueError(
             f"tiles {bm}x{bn}x{bk} with num_stages={stages} need about {need:,} bytes of shared memory; "

@@ -32,7 +32,7 @@ import triton.language as tl
 
 from .. import runtime, validation
 from .._intmath import cdiv, floor_power_of_2, next_power_of_2
-from ._rows import aligned, row_align
+from ._rows import aligned, fit_stages, launch, row_align
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -700,6 +700,7 @@ class NormConfig:
         programs: programs launched (fewer than the tiles: a persistent grid, each handles several);
             for the tiled backward, the row groups each column tile is split into.
         num_stages: software-pipelining depth of the loops over rows (1: none; not the tiled forward).
+            The backward's launch lowers a default that would not fit in the GPU's shared memory.
         tiled: True when rows are streamed through tiles rather than held in registers.
         reload: register path: read each tile again, from cache, after each row reduction
             instead of holding it in registers across them.
@@ -957,9 +958,12 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
         return (x2, dy2, dx2, w, stats, rstd, dw_part, db_part, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program)
 
     kernel = norm_bwd_sums_kernel if cfg.tiled else norm_bwd_kernel
+    fit = knobs.get("num_stages") is None  # the tables' stage counts come from Hopper; lowered where they do not fit
+    if fit:
+        consts["NUM_STAGES"] = fit_stages(kernel, arguments(cfg.programs, rstd[None]), consts, cfg.num_warps, x.device)
     if knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, arguments(cfg.programs, rstd[None]), consts, cfg.num_warps, x.device)
-        cfg = norm_config(m, n, "bwd", x.device, per_sm=per_sm, **sizes, **knobs)
+        cfg = norm_config(m, n, "bwd", x.device, per_sm=per_sm, **sizes, **(knobs | {"num_stages": consts["NUM_STAGES"]}))
     rows_per_program = cdiv(cdiv(m, cfg.rows), cfg.programs) * cfg.rows
     programs = cdiv(m, rows_per_program)  # every program launched owns at least one row
     partials = torch.empty((len(sums), programs, n), dtype=torch.float32, device=x.device)
@@ -967,11 +971,11 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     grid = (n_tiles, programs) if cfg.tiled else (programs,)
     kernel[grid](*arguments(programs, partials), **consts, num_warps=cfg.num_warps)
     if cfg.tiled:
-        norm_bwd_dx_kernel[grid](
-            x2, dy2, dx2, w, stats, rstd, row_sums, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program,
-            RMS=rms, HAS_W=weight is not None, ROWS=cfg.rows, BLOCK_N=cfg.block_n, TILES=next_power_of_2(n_tiles),
-            NUM_STAGES=cfg.num_stages, ALIGN=consts["ALIGN"], num_warps=cfg.num_warps,
-        )
+        launch(norm_bwd_dx_kernel, grid,
+               (x2, dy2, dx2, w, stats, rstd, row_sums, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program),
+               {"RMS": rms, "HAS_W": weight is not None, "ROWS": cfg.rows, "BLOCK_N": cfg.block_n,
+                "TILES": next_power_of_2(n_tiles), "NUM_STAGES": cfg.num_stages, "ALIGN": consts["ALIGN"]},
+               cfg.num_warps, fit=fit)
     if sums:
         sms = runtime.sm_count(x.device)
         block_c = max(SUM_MIN_BLOCK_C, min(SUM_BLOCK_C, next_power_of_2(cdiv(n * len(sums), 2 * sms))))

@@ -28,7 +28,7 @@ import triton.language as tl
 
 from .. import runtime, validation
 from .._intmath import cdiv, floor_power_of_2, next_power_of_2
-from ._rows import aligned, row_align
+from ._rows import aligned, launch, row_align
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -559,7 +559,8 @@ def softmax_plan(
             ``BWD_COLUMNS_PER_WARP`` and, for rows read twice, ``BWD_RELOAD_COLUMNS_PER_WARP``;
             online, 16 forward and 8 backward).
         num_stages: pipelining depth of the loops (default: 1 fused, except ``PREFETCH_STAGES``
-            for the row widths of ``PREFETCH_BLOCKS``; ``ONLINE_NUM_STAGES`` online).
+            for the row widths of ``PREFETCH_BLOCKS``; ``ONLINE_NUM_STAGES`` online; a default that
+            would not fit in the GPU's shared memory is lowered until it does).
         programs_per_sm: a persistent grid of this many programs per SM (default: fused, one
             program per block of rows, except one per SM for ``PREFETCH_BLOCKS``; online,
             ``ONLINE_PROGRAMS_PER_SM``).
@@ -652,30 +653,26 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
     n_rows, n_cols = x2.shape
     plan = softmax_plan(n_rows, n_cols, x.dtype, "fwd", x.device, **knobs)
     strides = (x2.stride(0), y2.stride(0))
-    align = row_align(n_cols, *strides)
+    # The plan's stage counts come from Hopper; on a GPU with less shared memory they are lowered.
+    fit = knobs["num_stages"] is None
+    consts = {"NUM_STAGES": plan.num_stages, "ALIGN": row_align(n_cols, *strides)}
     if plan.path == "fused":
-        softmax_fwd_kernel[(plan.grid,)](
-            x2, y2, n_rows, n_cols, *strides,
-            BLOCK_N=plan.block_n, ROWS=plan.rows_per_program, NUM_STAGES=plan.num_stages,
-            ONE_BLOCK=plan.grid >= cdiv(n_rows, plan.rows_per_program), RELOAD=plan.reload, ALIGN=align, num_warps=plan.num_warps,
-        )
+        launch(softmax_fwd_kernel, (plan.grid,), (x2, y2, n_rows, n_cols, *strides),
+               consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
+                         "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
+               plan.num_warps, fit=fit)
     elif plan.path == "online":
-        softmax_fwd_online_kernel[(plan.grid,)](
-            x2, y2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
-        )
+        launch(softmax_fwd_online_kernel, (plan.grid,), (x2, y2, n_rows, n_cols, *strides),
+               consts | {"TILE_N": plan.block_n}, plan.num_warps, fit=fit)
     else:
         maxes = torch.empty((n_rows, plan.chunks), dtype=torch.float32, device=x.device)
         sums = torch.empty_like(maxes)
         grid = (n_rows, plan.chunks)
-        softmax_fwd_partial_kernel[grid](
-            x2, maxes, sums, n_cols, x2.stride(0), plan.chunk_n,
-            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
-        )
-        softmax_fwd_split_kernel[grid](
-            x2, y2, maxes, sums, n_cols, *strides, plan.chunk_n,
-            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align,
-            num_warps=plan.num_warps,
-        )
+        consts["TILE_N"] = plan.block_n
+        launch(softmax_fwd_partial_kernel, grid, (x2, maxes, sums, n_cols, x2.stride(0), plan.chunk_n),
+               consts, plan.num_warps, fit=fit)
+        launch(softmax_fwd_split_kernel, grid, (x2, y2, maxes, sums, n_cols, *strides, plan.chunk_n),
+               consts | {"CHUNKS": next_power_of_2(plan.chunks)}, plan.num_warps, fit=fit)
     return y
 
 
@@ -775,29 +772,24 @@ def softmax_backward(
     n_rows, n_cols = y2.shape
     plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, **knobs)
     strides = (y2.stride(0), dy2.stride(0), dx2.stride(0))
-    align = row_align(n_cols, *strides)
+    fit = knobs["num_stages"] is None
+    consts = {"NUM_STAGES": plan.num_stages, "ALIGN": row_align(n_cols, *strides)}
     if plan.path == "fused":
-        softmax_bwd_kernel[(plan.grid,)](
-            y2, dy2, dx2, n_rows, n_cols, *strides,
-            BLOCK_N=plan.block_n, ROWS=plan.rows_per_program, NUM_STAGES=plan.num_stages,
-            ONE_BLOCK=plan.grid >= cdiv(n_rows, plan.rows_per_program), RELOAD=plan.reload, ALIGN=align, num_warps=plan.num_warps,
-        )
+        launch(softmax_bwd_kernel, (plan.grid,), (y2, dy2, dx2, n_rows, n_cols, *strides),
+               consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
+                         "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
+               plan.num_warps, fit=fit)
     elif plan.path == "online":
-        softmax_bwd_online_kernel[(plan.grid,)](
-            y2, dy2, dx2, n_rows, n_cols, *strides, TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
-        )
+        launch(softmax_bwd_online_kernel, (plan.grid,), (y2, dy2, dx2, n_rows, n_cols, *strides),
+               consts | {"TILE_N": plan.block_n}, plan.num_warps, fit=fit)
     else:
         dots = torch.empty((n_rows, plan.chunks), dtype=torch.float32, device=y.device)
         grid = (n_rows, plan.chunks)
-        softmax_bwd_partial_kernel[grid](
-            y2, dy2, dots, n_cols, y2.stride(0), dy2.stride(0), plan.chunk_n,
-            TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align, num_warps=plan.num_warps,
-        )
-        softmax_bwd_split_kernel[grid](
-            y2, dy2, dx2, dots, n_cols, *strides, plan.chunk_n,
-            CHUNKS=next_power_of_2(plan.chunks), TILE_N=plan.block_n, NUM_STAGES=plan.num_stages, ALIGN=align,
-            num_warps=plan.num_warps,
-        )
+        consts["TILE_N"] = plan.block_n
+        launch(softmax_bwd_partial_kernel, grid, (y2, dy2, dots, n_cols, y2.stride(0), dy2.stride(0), plan.chunk_n),
+               consts, plan.num_warps, fit=fit)
+        launch(softmax_bwd_split_kernel, grid, (y2, dy2, dx2, dots, n_cols, *strides, plan.chunk_n),
+               consts | {"CHUNKS": next_power_of_2(plan.chunks)}, plan.num_warps, fit=fit)
     return dx
 
 

@@ -1,0 +1,55 @@
+"""fit_stages: the row kernels' pipelines on GPUs with less shared memory than the Hopper they were
+tuned on (the kernels themselves under a smaller limit: test_softmax.py, test_norms.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from tritonperf.kernels import _rows
+
+
+class FakeKernel:
+    """Stands in for a compiled Triton kernel whose shared memory grows by ``per_stage`` a stage."""
+
+    def __init__(self, per_stage: int):
+        self.per_stage = per_stage
+        self.compiled: list[int] = []
+
+    def warmup(self, *args, grid, NUM_STAGES, num_warps, **consts):
+        self.compiled.append(NUM_STAGES)
+        return SimpleNamespace(metadata=SimpleNamespace(shared=NUM_STAGES * self.per_stage))
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch):
+    monkeypatch.setattr(_rows, "_FITTED", {})
+
+
+def test_fit_stages_lowers_until_the_kernel_fits(fresh_cache):
+    cuda = torch.device("cuda", 0)  # only named: nothing runs on it
+    args = (torch.empty(4), 4)
+    kernel = FakeKernel(per_stage=40_000)
+    assert _rows.fit_stages(kernel, args, {"NUM_STAGES": 4, "BLOCK_N": 64}, 8, cuda, limit=100_000) == 2
+    assert kernel.compiled == [4, 3, 2]
+    # Cached: the same question compiles nothing more; another constant is another question.
+    assert _rows.fit_stages(kernel, args, {"NUM_STAGES": 4, "BLOCK_N": 64}, 8, cuda, limit=100_000) == 2
+    assert kernel.compiled == [4, 3, 2]
+    assert _rows.fit_stages(kernel, args, {"NUM_STAGES": 4, "BLOCK_N": 128}, 8, cuda, limit=200_000) == 4
+    assert kernel.compiled == [4, 3, 2, 4]
+
+
+def test_fit_stages_stops_at_one_stage(fresh_cache):
+    cuda = torch.device("cuda", 0)
+    kernel = FakeKernel(per_stage=300_000)  # too big at any depth: Triton reports it at launch
+    assert _rows.fit_stages(kernel, (torch.empty(4),), {"NUM_STAGES": 3}, 4, cuda, limit=100_000) == 1
+    assert kernel.compiled == [3, 2, 1]
+
+
+def test_fit_stages_leaves_unpipelined_and_interpreter_launches_alone(fresh_cache):
+    kernel = FakeKernel(per_stage=300_000)
+    assert _rows.fit_stages(kernel, (torch.empty(4),), {"NUM_STAGES": 1}, 4, torch.device("cuda", 0), limit=1) == 1
+    assert _rows.fit_stages(kernel, (torch.empty(4),), {"NUM_STAGES": 3}, 4, torch.device("cpu"), limit=1) == 3
+    assert kernel.compiled == []
