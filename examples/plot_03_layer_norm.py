@@ -284,7 +284,7 @@ except ValueError as err:
 #
 # The final backward: partial sums, no waiting
 # --------------------------------------------
-# ``tritonperf`` launches a persistent grid of ``P`` programs (as many as run at once). Program ``p``
+# ``tritonperf`` launches a persistent grid of ``P`` programs, one per SM. Program ``p``
 # owns a contiguous group of rows; it computes their ``dx`` and accumulates its share of
 # ``dw`` and ``db`` in float32 **registers** across all of its rows, then writes it once, as row
 # ``p`` of a ``[P, N]`` float32 buffer. No program ever waits for another. Each tile's column sums

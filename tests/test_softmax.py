@@ -228,14 +228,15 @@ def test_rows_read_twice(dtype, device):
 @gpu_only
 def test_pipelines_fit_a_gpu_with_less_shared_memory(small_gpu_shared_memory):
     # The stage counts were tuned on Hopper; with 99 KB a program (sm_86, sm_89) the launches lower
-    # them: the prefetched 16-bit rows of MAX_FUSED_N (64 KB each), and the online float32 backward
-    # (y and dy tiles) on both its grids.
+    # them: the prefetched 16-bit rows of MAX_FUSED_N (64 KB each; only a persistent grid, with
+    # more rows than SMs, loops over rows), and the online float32 backward (y and dy tiles) on
+    # both its grids.
     cuda = torch.device("cuda")
-    y = _check_forward(random_tensor((8, MAX_FUSED_N), torch.float16, cuda))
+    y = _check_forward(random_tensor((2 * runtime.sm_count(cuda) + 1, MAX_FUSED_N), torch.float16, cuda))
     _check_backward(y)
     for rows in (4, 256):  # fewer rows than SMs: rows split between programs
         _check_backward(_check_forward(random_tensor((rows, 2 * MAX_FUSED_N), torch.float32, cuda)))
-    small_gpu_shared_memory.check()
+    small_gpu_shared_memory.check(lowered=("softmax_fwd_kernel", "softmax_bwd_online_kernel", "softmax_bwd_partial_kernel"))
 
 
 # -- layouts --------------------------------------------------------------------------------------

@@ -677,6 +677,16 @@ FWD_MAX_UNROLLED_TILES = 16
 # bfloat16 the tiled path was faster (layer norm 3562 against 3009 held).
 FWD_FLOAT32_LONG = (24576, 32768)
 BWD_TILED = (2048, 1, 4)
+# The backward that holds rows in registers runs this many programs per SM, each over a contiguous
+# group of rows, whatever more the SM could hold: every program adds a row of partial weight sums
+# for sum_partials_kernel to read. In an interleaved H200 run (triton 3.6, torch 2.11, 2026-11-23,
+# both norms, three dtypes, the benchmark's register-path shapes), one program per SM against as
+# many as fit at once (two for 16-bit rows of 1024 columns, one at every other shape but 256
+# columns, whose 128 tiles are fewer than the SMs): 16-bit 4096 x 1024, layer norm bfloat16 2097
+# against 1887 GB/s, float16 2061 against 1917; RMS norm 2282 against 2074, 2229 against 2072;
+# in an earlier run 16384 x 1024 gained 4-5%. Everywhere else -1.7% to +1.1% (the same launch at
+# 256 columns: run-to-run noise); two per SM lost up to 17% where one was already the default.
+BWD_PROGRAMS_PER_SM = 1
 # The tiled backward's grid is column tiles by row groups; it launches about this many times as many
 # programs as the GPU runs at once.
 TILED_BWD_WAVES = 2
@@ -764,10 +774,11 @@ def norm_config(
     though they fill it) and holds float32 rows of ``FWD_FLOAT32_LONG``
     columns. The forward launches one program per tile (a row, on the tiled path) unless
     ``programs`` asks for a persistent grid. The backward's grid is persistent: ``programs``
-    defaults to ``per_sm`` programs per SM (the launchers measure it with :func:`programs_per_sm`;
-    left at None, an estimate from ``num_warps``), never more than there are tiles. The tiled
+    defaults to ``BWD_PROGRAMS_PER_SM`` programs per SM, never more than there are tiles. The tiled
     backward's ``programs`` counts row groups per column tile, by default enough for
-    ``TILED_BWD_WAVES`` full waves. ``itemsize`` is the bytes per element of ``x``. Rows one to a
+    ``TILED_BWD_WAVES`` full waves of ``per_sm`` programs per SM (the launcher measures it with
+    :func:`programs_per_sm`; left at None, an estimate from ``num_warps``). ``itemsize`` is the
+    bytes per element of ``x``. Rows one to a
     tile read each row again after each reduction (``reload``) in the forward for the
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
     """
@@ -808,7 +819,7 @@ def norm_config(
         tiles = cdiv(M, rows)
         if direction == "fwd":
             programs = programs or tiles  # one tile per program (see norm_fwd_kernel's ONE_TILE)
-        programs = programs or sms * (per_sm or max(1, 16 // num_warps))
+        programs = programs or sms * BWD_PROGRAMS_PER_SM
     else:  # long rows, two passes over tiles
         reload = False
         rows = rows or tiled_default[1]
@@ -961,7 +972,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     fit = knobs.get("num_stages") is None  # the tables' stage counts come from Hopper; lowered where they do not fit
     if fit:
         consts["NUM_STAGES"] = fit_stages(kernel, arguments(cfg.programs, rstd[None]), consts, cfg.num_warps, x.device)
-    if knobs.get("programs") is None:  # as many programs as the GPU runs at once
+    if cfg.tiled and knobs.get("programs") is None:  # as many programs as the GPU runs at once
         per_sm = programs_per_sm(kernel, arguments(cfg.programs, rstd[None]), consts, cfg.num_warps, x.device)
         cfg = norm_config(m, n, "bwd", x.device, per_sm=per_sm, **sizes, **(knobs | {"num_stages": consts["NUM_STAGES"]}))
     rows_per_program = cdiv(cdiv(m, cfg.rows), cfg.programs) * cfg.rows
