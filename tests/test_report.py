@@ -59,6 +59,30 @@ def test_results_page(sample_doc, tmp_path):
     plt.close("all")
 
 
+def test_across_gpus_compares_the_cases_every_file_holds(sample_doc, tmp_path):
+    import copy
+
+    from tritonperf.bench import records
+
+    other = copy.deepcopy(sample_doc)
+    other["provenance"]["gpu"] = "Other GPU"
+    for r in other["records"]:
+        if r["variant"] == "tritonperf":  # twice as slow as on the example GPU
+            r["ms"] *= 2
+            r["GBps"] /= 2
+    # A case only one file holds, ours and torch's: left out.
+    other["records"] += [{**r, "shape": {"N": 1 << 22}} for r in other["records"][:2]]
+    # On the example GPU 629 and 1,007 GB/s of a 1,000 GB/s ceiling (median 82%), each 1.25x torch.
+    row = "| vector_add | fwd | 2 | 82% | 1.25× | 41% | 0.62× |"
+    assert row in report.across_gpus_table([sample_doc, other])
+    paths = [records.save(sample_doc, tmp_path / "a.json"), records.save(other, tmp_path / "b.json")]
+    page = report.results_page(paths, tmp_path / "img", "/img")
+    assert page.startswith("## Across GPUs") and row in page and "Example GPU 1,000 GB/s; Other GPU 1,000 GB/s" in page
+    assert page.index("## Across GPUs") < page.index("## Example GPU") < page.index("## Other GPU")
+    assert "Across GPUs" not in report.results_page(paths[:1], tmp_path / "img", "/img")
+    plt.close("all")
+
+
 def test_one_point_per_line_becomes_grouped_bars(sample_doc):
     for r in sample_doc["records"]:
         r.update(kernel="transpose", shape={"M": r["shape"]["N"] // 2, "N": r["shape"]["N"]})

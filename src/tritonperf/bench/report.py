@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .plotting import UNITS, ceiling_for, variant_order
+from .specs import SPECS
 
 
 def _case(r: dict[str, Any]) -> tuple:
@@ -82,6 +84,43 @@ def markdown_table(header: list[str], rows: list[list[str]], right: Iterable[int
     return "\n".join(lines)
 
 
+def across_gpus_table(docs: list[dict[str, Any]]) -> str:
+    """Markdown: the package's kernels on each GPU, side by side, over the cases every document holds.
+
+    One row per kernel and direction; for each GPU, the median share of its own ceiling and the
+    median speed over the best torch variant, of the ``tritonperf`` records. Cases missing from
+    any document are left out, so that every column summarizes the same shapes and dtypes.
+    """
+    # Kernels compared with torch only: the memory-hierarchy probe measures the GPU, not a kernel.
+    rows_by_doc = [[r for r in summarize(doc) if r["variant"] == "tritonperf" and r["vs_best_torch"] is not None]
+                   for doc in docs]
+    common = set.intersection(*({_case(r) for r in rows} for rows in rows_by_doc))
+    header = ["kernel", "dir", "cases"]
+    for doc in docs:
+        header += [f"{doc['provenance']['gpu']}: % of ceiling", "vs best torch"]
+    table = []
+    order = list(SPECS)  # the kernels in the benchmark's order, each forward before its backward
+
+    def position(kernel_direction: tuple[str, str]) -> tuple:
+        kernel, direction = kernel_direction
+        return (order.index(kernel) if kernel in order else len(order), kernel, direction != "fwd")
+
+    for kernel, direction in sorted({c[:2] for c in common}, key=position):
+        cases = sorted(c for c in common if c[:2] == (kernel, direction))
+        row = [kernel, direction, str(len(cases))]
+        for rows in rows_by_doc:
+            chosen = [r for r in rows if _case(r) in set(cases)]
+            row += [_median_text([r["pct_of_ceiling"] for r in chosen], "{:.0f}%"),
+                    _median_text([r["vs_best_torch"] for r in chosen], "{:.2f}×")]
+        table.append(row)
+    return markdown_table(header, table, right=range(2, len(header)))
+
+
+def _median_text(values: list, fmt: str) -> str:
+    present = [v for v in values if v is not None]
+    return fmt.format(statistics.median(present)) if present else "–"
+
+
 def results_page(paths: list, image_dir, image_url: str) -> str:
     """Markdown for the site's results page: per GPU file, provenance, ceilings, plots and a table.
 
@@ -99,6 +138,13 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
     if not paths:
         return "No results have been recorded yet. Run `nox -s bench` on a GPU to make the first file.\n"
     parts = []
+    if len(paths) > 1:
+        docs = [records.load(path) for path in sorted(paths)]
+        ceilings = "; ".join(f"{doc['provenance']['gpu']} {doc['ceilings']['copy_GBps']:,.0f} GB/s" for doc in docs
+                             if doc["ceilings"].get("copy_GBps"))
+        parts.append("## Across GPUs\n\nThe package's kernels on each GPU recorded here, as medians over the cases "
+                     "(kernel, direction, dtype and shape) that every file holds. Each share is of the GPU's own "
+                     f"ceiling, measured in its run; the copy ceilings: {ceilings}.\n\n" + across_gpus_table(docs) + "\n")
     for path in sorted(paths):
         doc = records.load(path)
         p = doc["provenance"]
