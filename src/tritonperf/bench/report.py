@@ -106,10 +106,10 @@ def across_gpus_table(docs: list[dict[str, Any]]) -> str:
         return (order.index(kernel) if kernel in order else len(order), kernel, direction != "fwd")
 
     for kernel, direction in sorted({c[:2] for c in common}, key=position):
-        cases = sorted(c for c in common if c[:2] == (kernel, direction))
+        cases = {c for c in common if c[:2] == (kernel, direction)}
         row = [kernel, direction, str(len(cases))]
         for rows in rows_by_doc:
-            chosen = [r for r in rows if _case(r) in set(cases)]
+            chosen = [r for r in rows if _case(r) in cases]
             row += [_median_text([r["pct_of_ceiling"] for r in chosen], "{:.0f}%"),
                     _median_text([r["vs_best_torch"] for r in chosen], "{:.2f}×")]
         table.append(row)
