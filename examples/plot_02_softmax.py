@@ -46,7 +46,9 @@ DEVICE = runtime.default_device()
 # %%
 # What the hardware allows
 # ------------------------
-# For a row ``x`` of ``N`` scores::
+# For a row ``x`` of ``N`` scores:
+#
+# .. code-block:: text
 #
 #    m   = max_k x_k
 #    y_j = exp(x_j - m) / Σ_k exp(x_k - m)
@@ -196,7 +198,9 @@ print(f"tritonperf.softmax: relative error {relative_error(y, reference):.2e}, t
 # times, as step 1 does, would work but costs bytes. The **online** softmax needs only two passes:
 # the first keeps a *running* maximum ``m`` and a running sum ``s`` of ``exp(x - m)``. When a
 # new value raises the maximum from ``m`` to ``m'``, the sum so far is rescaled by
-# ``exp(m - m')``, so it is always relative to the current maximum::
+# ``exp(m - m')``, so it is always relative to the current maximum:
+#
+# .. code-block:: text
 #
 #    m' = max(m, x)
 #    s' = s · exp(m - m') + exp(x - m')
@@ -280,7 +284,9 @@ for path, knobs in [("fused", {}), ("online", dict(max_fused_n=64, tile_n=64, sp
 # The backward pass
 # -----------------
 # With ``y = softmax(x)`` and an incoming gradient ``dy``, the chain rule through
-# ``∂y_i/∂x_j = y_i · (δ_ij - y_j)`` (``δ_ij`` is 1 when ``i = j``, else 0) gives::
+# ``∂y_i/∂x_j = y_i · (δ_ij - y_j)`` (``δ_ij`` is 1 when ``i = j``, else 0) gives:
+#
+# .. code-block:: text
 #
 #    dx_j = y_j · (dy_j - Σ_k y_k · dy_k)
 #

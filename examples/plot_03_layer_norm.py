@@ -55,13 +55,17 @@ DEVICE = runtime.default_device()
 # %%
 # What the hardware allows
 # ------------------------
-# For an input of ``M`` rows of ``N`` elements, layer norm computes, for each row::
+# For an input of ``M`` rows of ``N`` elements, layer norm computes, for each row:
+#
+# .. code-block:: text
 #
 #    μ   = (1/N) · Σ_j x_j
 #    σ²  = (1/N) · Σ_j (x_j - μ)²
 #    y_j = (x_j - μ) / √(σ² + ε) · w_j + b_j
 #
-# and RMS norm drops the mean and the bias::
+# and RMS norm drops the mean and the bias:
+#
+# .. code-block:: text
 #
 #    y_j = x_j / √((1/N) · Σ_k x_k² + ε) · w_j
 #
@@ -258,7 +262,9 @@ except ValueError as err:
 # The backward pass
 # -----------------
 # With ``rstd = 1 / √(σ² + ε)``, ``xhat = (x - μ) · rstd`` and ``g = w · dy`` (products element
-# by element), the gradients are::
+# by element), the gradients are:
+#
+# .. code-block:: text
 #
 #    dx = rstd · (g - xhat · mean(g · xhat) - mean(g))
 #    dw = Σ_rows dy · xhat

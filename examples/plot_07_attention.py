@@ -611,7 +611,9 @@ for d in (64, 128):
 # The backward pass
 # -----------------
 # With ``dO`` the gradient of the output, the chain rule through ``O = P V`` and the softmax
-# gives five matmuls per head::
+# gives five matmuls per head:
+#
+# .. code-block:: text
 #
 #    dV = Pᵀ dO        dP = dO Vᵀ        dS = P ∘ (dP − δ)        dQ = dS K · scale        dK = dSᵀ Q · scale
 #
