@@ -25,7 +25,8 @@ SMALL_GPU_SHARED = 99 * 1024
 
 
 class SharedMemoryWatch:
-    """What :func:`tritonperf.kernels._rows.fit_stages` compiled: ``(NUM_STAGES, shared bytes)`` tries by kernel."""
+    """Every compile-only warmup given a ``NUM_STAGES``, by kernel, as ``(NUM_STAGES, shared bytes)``
+    in order: :func:`tritonperf.kernels._rows.fit_stages`' tries, then the launchers' occupancy checks."""
 
     def __init__(self, limit: int):
         self.limit = limit

@@ -309,8 +309,8 @@ def test_launch_knobs(norm, knobs, device):
 @gpu_only
 def test_backward_fits_a_gpu_with_less_shared_memory(small_gpu_shared_memory):
     # The backward's stage counts were tuned on Hopper; with 99 KB a program (sm_86, sm_89) the
-    # launch lowers them: 16-bit layer norm rows of BWD_WIDE_N held two deep (x and dy, 64 KB a row),
-    # float32 rows of 8192 three deep, and the tiled path's two kernels.
+    # launch lowers them for 16-bit layer norm rows of BWD_WIDE_N held two deep (x and dy, 64 KB a
+    # row) and float32 rows of 8192 three deep; the tiled path's two kernels fit as they are.
     cuda = torch.device("cuda")
     for norm, shape, dtype in (("layer_norm", (64, BWD_WIDE_N), torch.bfloat16), ("rms_norm", (64, 8192), torch.float32),
                                ("layer_norm", (64, 4 * BWD_WIDE_N), torch.float32)):

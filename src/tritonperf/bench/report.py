@@ -138,15 +138,15 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
     if not paths:
         return "No results have been recorded yet. Run `nox -s bench` on a GPU to make the first file.\n"
     parts = []
-    if len(paths) > 1:
-        docs = [records.load(path) for path in sorted(paths)]
-        ceilings = "; ".join(f"{doc['provenance']['gpu']} {doc['ceilings']['copy_GBps']:,.0f} GB/s" for doc in docs
-                             if doc["ceilings"].get("copy_GBps"))
+    docs = {path: records.load(path) for path in sorted(paths)}
+    if len(docs) > 1:
+        ceilings = "; ".join(f"{doc['provenance']['gpu']} {doc['ceilings']['copy_GBps']:,.0f} GB/s"
+                             for doc in docs.values() if doc["ceilings"].get("copy_GBps"))
         parts.append("## Across GPUs\n\nThe package's kernels on each GPU recorded here, as medians over the cases "
                      "(kernel, direction, dtype and shape) that every file holds. Each share is of the GPU's own "
-                     f"ceiling, measured in its run; the copy ceilings: {ceilings}.\n\n" + across_gpus_table(docs) + "\n")
-    for path in sorted(paths):
-        doc = records.load(path)
+                     f"ceiling, measured in its run; the copy ceilings: {ceilings}.\n\n"
+                     + across_gpus_table(list(docs.values())) + "\n")
+    for path, doc in docs.items():
         p = doc["provenance"]
         slug = Path(path).stem
         parts.append(f"## {p['gpu']}\n\n{caption(doc, live=False)}. Command: `{p['command']}`; file `{Path(path).name}`.\n")

@@ -53,6 +53,14 @@ def aligned(value, ALIGN: tl.constexpr):
 _FITTED: dict[tuple, int] = {}
 
 
+def compile_key(kernel, args: Sequence, consts: dict, num_warps: int, device: torch.device) -> tuple:
+    """What a compile-time answer about ``kernel`` depends on: the kernel, its constants, its warps,
+    the dtypes of its tensor arguments and the device. Keys the caches of :func:`fit_stages` and
+    :func:`tritonperf.kernels.norms.programs_per_sm`."""
+    dtypes = tuple(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
+    return (id(kernel), tuple(sorted(consts.items())), num_warps, dtypes, device.index)
+
+
 def fit_stages(kernel, args: Sequence, consts: dict, num_warps: int, device: torch.device, limit: int | None = None) -> int:
     """The deepest pipeline, at most ``consts["NUM_STAGES"]``, at which ``kernel`` fits in shared memory.
 
@@ -65,8 +73,7 @@ def fit_stages(kernel, args: Sequence, consts: dict, num_warps: int, device: tor
     stages = consts["NUM_STAGES"]
     if stages <= 1 or device.type != "cuda":
         return stages
-    dtypes = tuple(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
-    key = (id(kernel), tuple(sorted(consts.items())), num_warps, dtypes, device.index, limit)
+    key = (*compile_key(kernel, args, consts, num_warps, device), limit)
     if key not in _FITTED:
         most = limit or runtime.shared_memory_per_block(device)
         while True:

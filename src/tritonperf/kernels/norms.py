@@ -32,7 +32,7 @@ import triton.language as tl
 
 from .. import runtime, validation
 from .._intmath import cdiv, floor_power_of_2, next_power_of_2
-from ._rows import aligned, fit_stages, launch, row_align
+from ._rows import aligned, compile_key, fit_stages, launch, row_align
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -886,8 +886,7 @@ def programs_per_sm(kernel, args: tuple, consts: dict, num_warps: int, device: t
     estimate = max(1, 16 // num_warps)
     if device.type != "cuda":
         return estimate
-    dtypes = tuple(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
-    key = (id(kernel), tuple(sorted(consts.items())), num_warps, dtypes, device.index)
+    key = compile_key(kernel, args, consts, num_warps, device)
     if key not in _PER_SM:
         try:
             compiled = kernel.warmup(*args, grid=(1,), **consts, num_warps=num_warps)
