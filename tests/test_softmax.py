@@ -1,6 +1,8 @@
-"""softmax: forward and backward on every path (fused, online, split), edge values, layouts, errors on bad input."""
+"""softmax: forward and backward on every path (fused, online, split, staged), edge values, layouts, errors on bad input."""
 
 from __future__ import annotations
+
+import importlib
 
 import pytest
 import torch
@@ -15,6 +17,10 @@ from tritonperf.kernels.softmax import (
     MAX_FUSED_N,
     MIN_ELEMENTS_PER_THREAD,
     PREFETCH_STAGES,
+    STAGED_CHUNK_ROWS,
+    STAGED_MAX_N,
+    STAGED_VIEW,
+    STAGED_WARPS,
     softmax,
     softmax_backward,
     softmax_backward_reference,
@@ -24,6 +30,8 @@ from tritonperf.kernels.softmax import (
 )
 from tritonperf.ladders.softmax import softmax_fused_row, softmax_unfused
 from tritonperf.testing import TOLERANCES, assert_close, poisoned, random_tensor, relative_error
+
+softmax_module = importlib.import_module("tritonperf.kernels.softmax")  # the module, not the function it exports
 
 # The interpreter computes bfloat16 arithmetic wrongly (DESIGN.md §3): bf16 is checked on the GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
@@ -358,6 +366,27 @@ def test_plan_paths_and_packing():
     assert softmax_plan(4096, 65536, f, max_fused_n=65536).path == "fused"
     assert softmax_plan(4096, 65536, h, max_fused_n=MAX_FUSED_N).path == "online"
     # Fewer rows than SMs (4 on the CPU): rows are split into chunks that keep every SM busy.
+
+
+def test_plan_stages_long_16_bit_rows_where_it_can(monkeypatch):
+    h, f = torch.float16, torch.float32
+    assert softmax_plan(4096, STAGED_MAX_N, h).path == "online"  # the CPU: no shared memory to stage in
+    monkeypatch.setattr(softmax_module, "can_stage_rows", lambda device, row_bytes: True)
+    for dtype in (h, torch.bfloat16):
+        plan = softmax_plan(4096, STAGED_MAX_N, dtype)
+        chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
+        assert (plan.path, plan.chunks, plan.chunk_n, plan.num_warps, plan.grid) == (
+            "staged", STAGED_MAX_N // chunk, chunk, STAGED_WARPS, 4)  # one program per SM (4 on the CPU)
+    assert softmax_plan(4096, MAX_FUSED_N + STAGED_VIEW, h).chunks == 9  # a last chunk of one run
+    # Everything else keeps its path: float32, the backward, rows too long or not a multiple of the
+    # runs, fewer rows than SMs, and any knob.
+    assert softmax_plan(4096, STAGED_MAX_N, f).path == "online"
+    assert softmax_plan(4096, STAGED_MAX_N, h, "bwd").path == "online"
+    assert softmax_plan(4096, STAGED_MAX_N + STAGED_VIEW, h).path == "online"
+    assert softmax_plan(4096, STAGED_MAX_N - 8, h).path == "online"
+    assert softmax_plan(3, STAGED_MAX_N, h).path == "split"
+    assert softmax_plan(4096, STAGED_MAX_N, h, num_warps=8).path == "online"
+    assert softmax_plan(4096, MAX_FUSED_N, h).path == "fused"
     few = softmax_plan(2, 1 << 20, h)
     assert few.path == "split" and few.chunks * few.chunk_n >= 1 << 20 and few.chunk_n % few.block_n == 0
     assert softmax_plan(2, 1 << 20, h, split=1).path == "online"
@@ -477,7 +506,8 @@ def test_tolerances_used_are_the_tables():
 # -- GPU only: sizes the interpreter cannot reach -----------------------------------------------------
 @gpu_only
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
-@pytest.mark.parametrize("shape", [(4096, n) for n in (256, 1024, 4096, 8192, 32768)] + [(256, 1 << 17), (64, 1 << 20)], ids=str)
+@pytest.mark.parametrize(
+    "shape", [(4096, n) for n in (256, 1024, 4096, 8192, 32768, 65536)] + [(256, 1 << 17), (64, 1 << 20)], ids=str)
 def test_benchmark_shapes(shape, dtype):
     y = _check_forward(random_tensor(shape, dtype, "cuda"))
     _check_backward(y)
@@ -488,7 +518,7 @@ def test_benchmark_shapes(shape, dtype):
     "rows, cols",
     [
         (2**17 + 1, 2**14),  # fused path: 2**31 + 16384 elements
-        (2**15 + 1, 2**16),  # online path: 2**31 + 65536 elements
+        (2**15 + 1, 2**16),  # staged path on Hopper, online elsewhere: 2**31 + 65536 elements
     ],
 )
 def test_offsets_past_2_31_elements(rows, cols):
@@ -501,3 +531,34 @@ def test_offsets_past_2_31_elements(rows, cols):
     assert_close(y[:2], _ref(x[:2]))
     dx = softmax_backward(y, x)
     assert_close(dx[-2:], softmax_backward_reference(y[-2:].double(), x[-2:].double()), torch.float16)
+
+
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_staged_rows(dtype):
+    # 16-bit rows of 32769-65536 columns on Hopper: copied into shared memory in chunks. A full ring
+    # of chunks, a ragged last chunk (129 runs of 256), rows padded in memory, more rows than
+    # programs (each program reuses its slots), rows of -inf, and huge values.
+    cuda = torch.device("cuda")
+    hopper = softmax_module.can_stage_rows(cuda, STAGED_MAX_N * 2)
+    rows = 2 * runtime.sm_count(cuda) + 3
+    for cols, stride in ((STAGED_MAX_N, STAGED_MAX_N), (129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (40960, 41216)):
+        x = random_tensor((rows, stride), dtype, cuda)[:, :cols]
+        x[1] = float("-inf")
+        x[2, 7:] = float("-inf")
+        x[3, ::5] = 3e4
+        assert softmax_plan(rows, cols, dtype, "fwd", cuda).path == ("staged" if hopper else "online")
+        y = softmax(x)
+        assert torch.isnan(y[1]).all() and not torch.isnan(y[[0, *range(2, rows)]]).any()
+        ref = _ref(x)
+        assert_close(y[[0, *range(2, rows)]], ref[[0, *range(2, rows)]], dtype)
+        assert relative_error(y[2:], ref[2:]) <= 2 * _torch_error(x[2:]) + 1e-7
+    # Rows that do not start on 16 bytes take the online path; the answer is the same.
+    x = random_tensor((rows, STAGED_MAX_N + 8), dtype, cuda)[:, 1:STAGED_MAX_N + 1]
+    assert_close(softmax(x), _ref(x), dtype)
+    # Autograd: the staged forward, the online backward.
+    x = random_tensor((rows, STAGED_MAX_N), dtype, cuda).requires_grad_()
+    dy = random_tensor(x.shape, dtype, cuda)
+    softmax(x).backward(dy)
+    y = _ref(x.detach())
+    assert_close(x.grad, softmax_backward_reference(y, dy.double()), dtype)
