@@ -377,7 +377,8 @@ def test_plan_stages_long_16_bit_rows_where_it_can(monkeypatch):
         chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
         assert (plan.path, plan.chunks, plan.chunk_n, plan.num_warps, plan.grid) == (
             "staged", STAGED_MAX_N // chunk, chunk, STAGED_WARPS, 4)  # one program per SM (4 on the CPU)
-    assert softmax_plan(4096, MAX_FUSED_N + STAGED_VIEW, h).chunks == 9  # a last chunk of one run
+    runs = MAX_FUSED_N // STAGED_VIEW + 1  # a last chunk of one run
+    assert softmax_plan(4096, runs * STAGED_VIEW, h).chunks == -(-runs // STAGED_CHUNK_ROWS)
     # Everything else keeps its path: float32, the backward, rows too long or not a multiple of the
     # runs, fewer rows than SMs, and any knob.
     assert softmax_plan(4096, STAGED_MAX_N, f).path == "online"

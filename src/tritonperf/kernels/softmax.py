@@ -531,17 +531,18 @@ ONLINE_NUM_STAGES = 3
 ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 # Staged path (forward, 16-bit, Hopper): rows of MAX_FUSED_N < N <= STAGED_MAX_N columns, N a
 # multiple of STAGED_VIEW, copied into shared memory in chunks of STAGED_CHUNK_ROWS runs of
-# STAGED_VIEW elements (4096 elements, 8 KB), in programs of STAGED_WARPS warps. A TMA block is at
-# most 256 elements a side, hence the runs. One interleaved run on an NVIDIA H100 80GB HBM3 (triton
-# 3.6, torch 2.11, 2026-11-24, fractions of the copy ceiling, online path in parentheses): 4096 rows
-# of 65536 bfloat16 0.916 (0.703), float16 0.925 (0.715); 16384 rows 0.964 (0.712) and 0.958
-# (0.725). Chunks of 8 runs lost about 24%, of 32 runs 1-4%; 16 warps were within 1% of 8. At
-# 32768 columns, which the fused path holds, 32-run chunks ran at 0.91-0.92 against its 0.85-0.86:
-# left to the fused path until measured on an H200.
+# STAGED_VIEW elements (16384 elements, 32 KB), in programs of STAGED_WARPS warps. A TMA block is
+# at most 256 elements a side, hence the runs. Interleaved runs (triton 3.6, torch 2.11, 2026-11-24,
+# bfloat16, 4096 rows of 65536, fractions of the copy ceiling, online path in parentheses): on an
+# NVIDIA H200, chunks of 64 runs in 16 warps 0.880 (0.653), 32 runs in 8 warps 0.812, 32 in 16
+# 0.767, 16 in 8 0.664, 128 in 32 0.561; at 40960 columns 64 runs 0.751, 32 runs in 8 warps 0.793
+# (0.631). Each chunk costs a barrier wait and a reduction across the program's warps: the bigger
+# the chunk, the fewer. On an NVIDIA H100 80GB HBM3 (same day) chunks of 16 runs in 8 warps ran at
+# 0.92-0.96 (0.70-0.73), 32 in 16 at 0.90-0.95.
 STAGED_MAX_N = 65536
 STAGED_VIEW = 256
-STAGED_CHUNK_ROWS = 16
-STAGED_WARPS = 8
+STAGED_CHUNK_ROWS = 64
+STAGED_WARPS = 16
 
 Path = Literal["fused", "online", "split", "staged"]
 
