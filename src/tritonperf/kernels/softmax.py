@@ -537,8 +537,8 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 # NVIDIA H200, chunks of 64 runs in 16 warps 0.880 (0.653), 32 runs in 8 warps 0.812, 32 in 16
 # 0.767, 16 in 8 0.664, 128 in 32 0.561; at 40960 columns 64 runs 0.751, 32 runs in 8 warps 0.793
 # (0.631). Each chunk costs a barrier wait and a reduction across the program's warps: the bigger
-# the chunk, the fewer. On an NVIDIA H100 80GB HBM3 (same day) chunks of 16 runs in 8 warps ran at
-# 0.92-0.96 (0.70-0.73), 32 in 16 at 0.90-0.95.
+# the chunk, the fewer. On an NVIDIA H100 80GB HBM3 (same day, both 16-bit dtypes, 4096 and 16384
+# rows of 65536 and 4096 of 40960) these defaults ran at 0.91-0.96 (0.71-0.75).
 STAGED_MAX_N = 65536
 STAGED_VIEW = 256
 STAGED_CHUNK_ROWS = 64
@@ -654,7 +654,8 @@ def softmax_plan(
 
     The forward of 16-bit rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a
     multiple of ``STAGED_VIEW``, with at least as many rows as SMs, takes the staged path on a
-    Hopper GPU (:func:`can_stage_rows`) unless a knob is given: knobs describe the Triton kernels.
+    Hopper GPU (:func:`~tritonperf.kernels.softmax.can_stage_rows`) unless a knob is given: knobs
+    describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
     sms = runtime.sm_count(torch.device(device if device is not None else "cpu"))
