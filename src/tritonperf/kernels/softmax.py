@@ -5,7 +5,7 @@ row's maximum changes nothing mathematically and keeps every ``exp`` at most 1, 
 cannot overflow. The work per element is a handful of operations, so softmax is memory-bound: a
 perfect kernel reads ``x`` once and writes ``y`` once, ``2 * M * N * itemsize`` bytes for ``M`` rows.
 
-Three ways through a row, chosen by :func:`softmax_plan`:
+Four ways through a row, chosen by :func:`softmax_plan`:
 
 * ``"fused"``: the whole row sits in registers, one pass over memory; several short rows share a program.
 * ``"online"``: a row too long for registers is read twice by one program. The first pass keeps a
