@@ -11,6 +11,8 @@ its speed is set by the bytes it moves. You will learn:
 * how to size a program to its row: several short rows per program, more warps for long rows,
   and what happens when a row no longer fits in registers;
 * the **online softmax**, which streams rows of any length with a running maximum and sum;
+* how a row too long for registers but short enough for shared memory can still cross the memory
+  bus once, copied there by Hopper's TMA (a Gluon kernel);
 * the backward pass, its byte count and its check.
 
 To run this script yourself you need torch, triton and the ``tritonperf`` package
@@ -393,7 +395,9 @@ for doc, live in results:
 # per program, though, the shortest rows give each program too few bytes to keep memory busy,
 # and from about 32768 columns on the row no longer fits in registers and spills. The final
 # kernel's sizing addresses both ends: packed rows on the left of the plot, more warps and
-# then the online path on the right, where part of the second read of each row comes from L2.
+# then, on the right, the staged path for 16-bit rows of 65536 on Hopper (one read from memory)
+# and the online path for float32 rows and longer ones, where part of the second read of each row
+# comes from L2.
 # torch's eager softmax is a single hand-written CUDA kernel, not three operations, and
 # ``torch.compile`` generates a fused Triton kernel of its own: both are fused baselines.
 #
@@ -406,6 +410,9 @@ for doc, live in results:
 # * Size the program to the work: pack short rows, add warps for long ones.
 # * When the data does not fit, stream it: the online maximum-and-sum rule turns a
 #   three-pass algorithm into two passes over tiles, for rows of any length.
+# * Between the two, shared memory: a row that fits there can be read twice from the chip and
+#   once from memory. Plain Triton chooses what goes to shared memory; Gluon lets the program
+#   choose.
 # * Subtract the maximum; check edge values (``-inf`` rows, large magnitudes) against torch.
 # * Tell the compiler what it cannot see: a row length that is a multiple of 8 but not of 16
 #   costs a quarter of the bandwidth until the kernel is told.
