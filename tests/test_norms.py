@@ -3,6 +3,7 @@ poisoned outputs, launch knobs, the lesson's steps, and errors on bad input."""
 
 from __future__ import annotations
 
+import importlib
 import re
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from tritonperf import runtime
 from tritonperf.bench.records import SCHEMA
+from tritonperf.kernels._rows import STAGED_VIEW
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
     BWD_NUM_STAGES,
@@ -25,6 +27,9 @@ from tritonperf.kernels.norms import (
     FWD_FLOAT32_CONFIGS,
     FWD_MAX_UNROLLED_TILES,
     FWD_RELOAD,
+    FWD_STAGED_CHUNK_RUNS,
+    FWD_STAGED_N,
+    FWD_STAGED_WARPS,
     FWD_STREAMED,
     FWD_STREAMED_FULL,
     FWD_TILED,
@@ -42,6 +47,8 @@ from tritonperf.kernels.norms import (
 )
 from tritonperf.ladders.norms import layer_norm_bwd_atomic, layer_norm_fwd_row, layer_norm_fwd_row_scaled_warps
 from tritonperf.testing import TOLERANCES, assert_close, max_abs_error, poisoned, random_tensor, relative_error
+
+norms_module = importlib.import_module("tritonperf.kernels.norms")
 
 # The interpreter computes bfloat16 arithmetic wrongly (DESIGN.md §3): bf16 is checked on the GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
@@ -455,7 +462,51 @@ def test_offsets_past_2_31_elements(norm):
     assert_close(dx[tail], ref, torch.float16)
 
 
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("norm", NORMS)
+def test_staged_forward(norm, dtype):
+    # 16-bit rows of 16385-65536 columns on Hopper, staged in shared memory: a ragged last chunk
+    # (129 runs), rows padded in memory, more rows than programs, a large mean (layer norm's
+    # variance comes from a second pass over the staged row), float32 parameters with 16-bit x.
+    cuda = torch.device("cuda")
+    fwd = layer_norm_fwd if norm == "layer_norm" else rms_norm_fwd
+    rows = 2 * runtime.sm_count(cuda) + 3
+    hopper = norms_module.can_stage_rows(cuda, FWD_STAGED_N[1] * 2)
+    for cols, stride in ((129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (FWD_STAGED_N[1], FWD_STAGED_N[1])):
+        assert norm_config(rows, cols, "fwd", cuda, itemsize=2, rms=norm == "rms_norm").staged == hopper
+        x = (10000 + random_tensor((rows, stride), torch.float32, cuda)).to(dtype)[:, :cols]
+        for param_dtype in (dtype, torch.float32):
+            params = _params(norm, cols, param_dtype, cuda)
+            out = poisoned((rows, cols), dtype, cuda)
+            y, *stats = fwd(x, *params, out=out)
+            assert y is out
+            ref = _reference(norm)(x, *params)
+            assert_close(y, ref, dtype)
+            assert relative_error(stats[-1], _conditioning(norm, x)[0].flatten()) <= 1e-5
+    # Rows that do not start on 16 bytes take the tiled path; the answer is the same.
+    x = random_tensor((rows, FWD_STAGED_N[1] + 8), dtype, cuda)[:, 1:FWD_STAGED_N[1] + 1]
+    params = _params(norm, FWD_STAGED_N[1], dtype, cuda)
+    assert_close(fwd(x, *params)[0], _reference(norm)(x, *params), dtype)
+
+
 # -- configuration ---------------------------------------------------------------------------------
+def test_staged_forward_config(monkeypatch):
+    n = FWD_STAGED_N[1]
+    assert not norm_config(4096, n, "fwd", "cpu", itemsize=2).staged  # the CPU: no shared memory to stage in
+    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: True)
+    for rms in (False, True):
+        cfg = norm_config(4096, n, "fwd", "cpu", itemsize=2, rms=rms)
+        assert cfg.staged and (cfg.block_n, cfg.num_warps, cfg.programs) == (
+            FWD_STAGED_CHUNK_RUNS * STAGED_VIEW, FWD_STAGED_WARPS, 4)  # one program per SM (4 on the CPU)
+    # float32, the backward, rows of FWD_STAGED_N[0] columns or fewer, too long or not a multiple of
+    # the runs, fewer rows than SMs, and any knob keep their paths.
+    for args, kwargs in [((4096, n, "fwd"), dict(itemsize=4)), ((4096, n, "bwd"), {}),
+                         ((4096, FWD_STAGED_N[0], "fwd"), {}), ((4096, n + STAGED_VIEW, "fwd"), {}),
+                         ((4096, n - 8, "fwd"), {}), ((3, n, "fwd"), {}), ((4096, n, "fwd"), dict(num_warps=8))]:
+        assert not norm_config(*args, "cpu", **({"itemsize": 2} | kwargs)).staged
+
+
 def test_default_configs(device):
     # The forward as RMS norm: 16-bit layer norm streams rows of 16384 columns (test_streamed_forward_configs).
     for n, direction, table in [(n, "fwd", FWD_CONFIGS) for n in (1, 256, 4096, 16384)] + [(n, "bwd", BWD_CONFIGS) for n in (1, 300, 8192)]:

@@ -14,6 +14,12 @@ loaded into shared memory while the current ones are worked on. The stage counts
 were measured on Hopper, where a program may use 227 KB; a GPU with less shared memory would
 refuse some of them at launch (``OutOfResources``), so :func:`launch` first lowers the count to one
 whose compiled kernel fits.
+
+Rows too long for registers but short enough for shared memory can be *staged* on Hopper: the
+TMA copies a row into a ring of shared-memory chunks, the program reads it from there as often as
+it needs, and the copy of its next row into a chunk starts as soon as every warp has read that
+chunk for the last time. Memory then sees each row once. Those kernels are written in Gluon
+(plain Triton decides by itself what goes to shared memory); the helpers below are what they share.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ from collections.abc import Sequence
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
+from triton.experimental.gluon.language.nvidia.hopper import tma as gl_tma
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 
 from .. import runtime
 
@@ -93,3 +104,70 @@ def launch(kernel, grid: tuple[int, ...], args: Sequence, consts: dict, num_warp
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
         consts = {**consts, "NUM_STAGES": fit_stages(kernel, args, consts, num_warps, device)}
     kernel[grid](*args, **consts, num_warps=num_warps)
+
+
+# -- rows staged in shared memory (Gluon, Hopper) ------------------------------------------------------
+#: A staged row is seen as runs of this many elements: a TMA block is at most 256 elements a side.
+STAGED_VIEW = 256
+_tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_shared
+
+
+def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
+    """Whether a staged kernel can run on ``device`` for rows of ``row_bytes`` bytes: a Hopper GPU
+    (sm_90; the kernels' TMA copies and barriers are Hopper's), not interpreter mode, and a row that
+    fits in the shared memory a program may use."""
+    device = torch.device(device if device is not None else "cpu")
+    if device.type != "cuda" or runtime.is_interpreter():
+        return False
+    return (torch.cuda.get_device_capability(device) == (9, 0)
+            and row_bytes + 1024 <= runtime.shared_memory_per_block(device))
+
+
+def stageable(rows: torch.Tensor) -> bool:
+    """Whether the TMA can copy the 16-bit ``(M, N)`` matrix ``rows`` (unit column stride) in runs
+    of ``STAGED_VIEW``: N a multiple of the run, rows and base on 16 bytes."""
+    return (rows.element_size() == 2 and rows.shape[1] % STAGED_VIEW == 0
+            and rows.stride(0) * rows.element_size() % 16 == 0 and rows.data_ptr() % 16 == 0)
+
+
+def staged_descriptor(rows: torch.Tensor, chunk_runs: int) -> GluonTensorDescriptor:
+    """A TMA descriptor of ``rows`` (see :func:`stageable`) as ``(M, N / STAGED_VIEW, STAGED_VIEW)``
+    runs, in blocks of one row's ``chunk_runs`` runs, unswizzled in shared memory (threads read a
+    chunk along its runs, 16 bytes each, which touches every bank once)."""
+    m, n = rows.shape
+    runs = rows.as_strided((m, n // STAGED_VIEW, STAGED_VIEW), (rows.stride(0), STAGED_VIEW, 1))
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
+    return GluonTensorDescriptor(runs, list(runs.shape), list(runs.stride()), [1, chunk_runs, STAGED_VIEW], layout)
+
+
+@gluon.jit
+def stage_chunk(x_desc, buf, ready, row, c, n_rows):
+    # Start the copy of chunk c of row `row` (none past the last row) into slot c.
+    CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
+    mbarrier.expect(ready.index(c), x_desc.block_type.nbytes, pred=row < n_rows)
+    _tma_load(x_desc, [row, c * CHUNK_R, 0], ready.index(c), buf.index(c), pred=row < n_rows)
+
+
+@gluon.jit
+def start_ring(x_desc, buf, ready, row, n_rows):
+    # Initialize the slots' barriers, then start copying the program's first row.
+    CHUNKS: gl.constexpr = buf.shape[0]
+    for c in gl.static_range(CHUNKS):
+        mbarrier.init(ready.index(c), count=1)
+    fence_async_shared()
+    for c in gl.static_range(CHUNKS):
+        stage_chunk(x_desc, buf, ready, row, c, n_rows)
+
+
+@gluon.jit
+def read_chunk(buf, c, layout):
+    # Slot c as a [runs, STAGED_VIEW] float32 tensor in `layout`.
+    return buf.index(c).reshape([buf.shape[2], buf.shape[3]]).load(layout).to(gl.float32)
+
+
+@gluon.jit
+def release_chunk(x_desc, buf, ready, row, c, n_rows):
+    # Every warp has read slot c of this row for the last time: start copying chunk c of `row` into it.
+    gl.thread_barrier()
+    fence_async_shared()  # the warps' reads come before the copy engine's write
+    stage_chunk(x_desc, buf, ready, row, c, n_rows)

@@ -30,13 +30,22 @@ import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
-from triton.experimental.gluon.language.nvidia.hopper import tma as gl_tma
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
 from .. import runtime, validation
 from .._intmath import cdiv, floor_power_of_2, next_power_of_2
-from ._rows import aligned, launch, row_align
+from ._rows import (
+    STAGED_VIEW,
+    aligned,
+    can_stage_rows,
+    launch,
+    read_chunk,
+    release_chunk,
+    row_align,
+    stageable,
+    staged_descriptor,
+    start_ring,
+)
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 Direction = Literal["fwd", "bwd"]
@@ -396,18 +405,14 @@ def softmax_bwd_split_kernel(
 
 
 # -- kernel: rows staged in shared memory (Gluon) ----------------------------------------------------
-_tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_shared
 _LOG2E = gl.constexpr(1.4426950408889634)
 
 
 @gluon.jit
 def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNKS: gl.constexpr, WARPS: gl.constexpr):
-    # A persistent grid, one program per SM, rows pid, pid + programs, ... Each row of x, seen as
-    # runs of W = 256 elements (x_desc: [rows, n_cols / W, W], blocks of [1, CHUNK_R, W]), is copied
-    # into CHUNKS shared-memory slots, one TMA copy and one barrier a slot. Pass 1 reads the slots for
-    # the maximum and the sum, pass 2 reads them again and writes y; as soon as every warp has read a
-    # slot in pass 2, the copy of the next row's chunk into it starts. Memory sees each row once, and
-    # the next row is on its way while this one is written.
+    # A persistent grid, one program per SM, rows pid, pid + programs, ... Each row is staged in
+    # CHUNKS slots (see _rows.py): pass 1 reads them for the maximum and the sum, pass 2 reads them
+    # again, writes y and hands each slot over to the next row's copy.
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
     W: gl.constexpr = x_desc.block_type.shape[2]
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [WARPS, 1], [1, 0])
@@ -415,12 +420,7 @@ def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNK
     step = gl.num_programs(0)
     buf = gl.allocate_shared_memory(x_desc.dtype, [CHUNKS, 1, CHUNK_R, W], x_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [CHUNKS, 1], mbarrier.MBarrierLayout())
-    for c in gl.static_range(CHUNKS):
-        mbarrier.init(ready.index(c), count=1)
-    fence_async_shared()
-    for c in gl.static_range(CHUNKS):
-        mbarrier.expect(ready.index(c), x_desc.block_type.nbytes, pred=pid < n_rows)
-        _tma_load(x_desc, [pid, c * CHUNK_R, 0], ready.index(c), buf.index(c), pred=pid < n_rows)
+    start_ring(x_desc, buf, ready, pid, n_rows)
     # Columns of a chunk's elements; past n_cols the copy filled zeros, read as -inf.
     offs = (gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, layout))[:, None] * W
             + gl.arange(0, W, layout=gl.SliceLayout(0, layout))[None, :])
@@ -432,7 +432,7 @@ def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNK
         for c in gl.static_range(CHUNKS):
             mbarrier.wait(ready.index(c), phase)
             cols = c * CHUNK_R * W + offs
-            x = gl.where(cols < n_cols, buf.index(c).reshape([CHUNK_R, W]).load(layout).to(gl.float32), float("-inf"))
+            x = gl.where(cols < n_cols, read_chunk(buf, c, layout), float("-inf"))
             m_new = gl.maximum(m, gl.max(gl.max(x, axis=1), axis=0))
             ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # while only -inf has been seen, s stays 0
             s = s * gl.exp2((m - ref) * _LOG2E) + gl.exp2((x - ref) * _LOG2E)
@@ -442,17 +442,12 @@ def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNK
         shift = gl.where(dead, 0.0, m) * _LOG2E
         inv = gl.where(dead, float("nan"), 1.0 / gl.where(dead, 1.0, gl.sum(gl.sum(s, axis=1), axis=0)))
         y_row = y_ptr + row.to(gl.int64) * y_row_stride
-        nxt = row + step
         for c in gl.static_range(CHUNKS):
             cols = c * CHUNK_R * W + offs
-            x = buf.index(c).reshape([CHUNK_R, W]).load(layout).to(gl.float32)
-            gl.store(y_row + cols, (gl.exp2(x * _LOG2E - shift) * inv).to(y_ptr.dtype.element_ty), mask=cols < n_cols)
-            gl.thread_barrier()  # every warp has read slot c
-            fence_async_shared()  # ... before the copy engine writes it
-            mbarrier.expect(ready.index(c), x_desc.block_type.nbytes, pred=nxt < n_rows)
-            _tma_load(x_desc, [nxt, c * CHUNK_R, 0], ready.index(c), buf.index(c), pred=nxt < n_rows)
+            y = gl.exp2(read_chunk(buf, c, layout) * _LOG2E - shift) * inv
+            gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < n_cols)
+            release_chunk(x_desc, buf, ready, row + step, c, n_rows)
         phase ^= 1
-
 
 # -- launcher ------------------------------------------------------------------------------------
 # Defaults of the knobs every launcher takes as keyword arguments (see softmax_plan).
@@ -540,7 +535,6 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 # the chunk, the fewer. On an NVIDIA H100 80GB HBM3 (same day, both 16-bit dtypes, 4096 and 16384
 # rows of 65536 and 4096 of 40960) these defaults ran at 0.91-0.96 (0.71-0.75).
 STAGED_MAX_N = 65536
-STAGED_VIEW = 256
 STAGED_CHUNK_ROWS = 64
 STAGED_WARPS = 16
 
@@ -654,7 +648,7 @@ def softmax_plan(
 
     The forward of 16-bit rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a
     multiple of ``STAGED_VIEW``, with at least as many rows as SMs, takes the staged path on a
-    Hopper GPU (:func:`~tritonperf.kernels.softmax.can_stage_rows`) unless a knob is given: knobs
+    Hopper GPU (:func:`~tritonperf.kernels._rows.can_stage_rows`) unless a knob is given: knobs
     describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
@@ -697,17 +691,6 @@ def softmax_plan(
         return SoftmaxPlan("split", tile, 1, warps, stages, n_rows, cdiv(n_cols, chunk_n), chunk_n)
     programs_per_sm = programs_per_sm or ONLINE_PROGRAMS_PER_SM[direction]
     return SoftmaxPlan("online", tile, 1, warps, stages, min(n_rows, sms * programs_per_sm), 1, n_cols)
-
-
-def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
-    """Whether the staged forward can run on ``device`` for 16-bit rows of ``row_bytes`` bytes:
-    a Hopper GPU (sm_90; the kernel's TMA copies and barriers are Hopper's), not interpreter mode,
-    and a row that fits in the shared memory a program may use."""
-    device = torch.device(device if device is not None else "cpu")
-    if device.type != "cuda" or runtime.is_interpreter():
-        return False
-    return (torch.cuda.get_device_capability(device) == (9, 0)
-            and row_bytes + 1024 <= runtime.shared_memory_per_block(device))
 
 
 def _as_rows(name: str, t: torch.Tensor) -> torch.Tensor:
@@ -757,7 +740,7 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
     x2, y2 = _as_rows("x", x), y.view(-1, x.shape[-1])
     n_rows, n_cols = x2.shape
     plan = softmax_plan(n_rows, n_cols, x.dtype, "fwd", x.device, **knobs)
-    if plan.path == "staged" and (x2.stride(0) * x2.element_size() % 16 or x2.data_ptr() % 16):
+    if plan.path == "staged" and not stageable(x2):
         # The copy engine needs 16-byte aligned rows; any pinned knob takes the online path instead.
         plan = softmax_plan(n_rows, n_cols, x.dtype, "fwd", x.device, tile_n=ONLINE_TILE_N)
     strides = (x2.stride(0), y2.stride(0))
@@ -770,10 +753,7 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
                          "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
                plan.num_warps, fit=fit)
     elif plan.path == "staged":
-        runs = x2.as_strided((n_rows, n_cols // STAGED_VIEW, STAGED_VIEW), (x2.stride(0), STAGED_VIEW, 1))
-        layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
-        desc = GluonTensorDescriptor(runs, list(runs.shape), list(runs.stride()),
-                                     [1, plan.chunk_n // STAGED_VIEW, STAGED_VIEW], layout)
+        desc = staged_descriptor(x2, plan.chunk_n // STAGED_VIEW)
         softmax_fwd_staged_kernel[(plan.grid,)](desc, y2, n_rows, n_cols, y2.stride(0), CHUNKS=plan.chunks,
                                                 WARPS=plan.num_warps, num_warps=plan.num_warps)
     elif plan.path == "online":
