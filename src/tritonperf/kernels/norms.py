@@ -311,15 +311,13 @@ def norm_fwd_tiled_kernel(
 
 
 @gluon.jit
-def norm_fwd_staged_kernel(
-    x_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, M, N, stride_y, eps,
-    RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr,
+def rms_norm_fwd_staged_kernel(
+    x_desc, y_ptr, w_ptr, rstd_ptr, M, N, stride_y, eps, HAS_W: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr,
 ):
-    # 16-bit rows staged in shared memory (see _rows.py), a persistent grid of one program per SM,
-    # rows pid, pid + programs, ... The statistics take two passes over the staged row for layer
-    # norm (the mean, then the mean of (x - mean)²: no cancellation to guard against) and one for
-    # RMS norm; the last pass writes y and hands each slot over to the next row's copy. The copy
-    # fills the runs past N with zeros, which add nothing to the sums of the first pass.
+    # RMS norm of 16-bit rows staged in shared memory (see _rows.py), a persistent grid of one
+    # program per SM, rows pid, pid + programs, ... The first pass over the staged row sums x²
+    # lane-wise (the copy filled the runs past N with zeros, which add nothing); the second writes y
+    # and hands each slot over to the next row's copy.
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
     W: gl.constexpr = x_desc.block_type.shape[2]
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [WARPS, 1], [1, 0])
@@ -336,37 +334,19 @@ def norm_fwd_staged_kernel(
         for c in gl.static_range(CHUNKS):
             mbarrier.wait(ready.index(c), phase)
             x = read_chunk(buf, c, layout)
-            if RMS:
-                s += x * x
-            else:
-                s += x
-        if RMS:
-            mean = 0.0
-            var = gl.sum(gl.sum(s, axis=1), axis=0) / N  # the mean square
-        else:
-            mean = gl.sum(gl.sum(s, axis=1), axis=0) / N
-            s = gl.zeros([CHUNK_R, W], gl.float32, layout)
-            for c in gl.static_range(CHUNKS):
-                d = gl.where(c * CHUNK_R * W + offs < N, read_chunk(buf, c, layout) - mean, 0.0)
-                s += d * d
-            var = gl.sum(gl.sum(s, axis=1), axis=0) / N
-        rstd = gl.rsqrt(var + eps)
+            s += x * x
+        rstd = gl.rsqrt(gl.sum(gl.sum(s, axis=1), axis=0) / N + eps)
         y_row = y_ptr + row.to(gl.int64) * stride_y
         for c in gl.static_range(CHUNKS):
             cols = c * CHUNK_R * W + offs
             mask = cols < N
-            y = (read_chunk(buf, c, layout) - mean) * rstd
+            y = read_chunk(buf, c, layout) * rstd
             if HAS_W:
                 y = y * gl.load(w_ptr + cols, mask=mask, other=0.0).to(gl.float32)
-            if HAS_B:
-                y = y + gl.load(b_ptr + cols, mask=mask, other=0.0).to(gl.float32)
             gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
             release_chunk(x_desc, buf, ready, row + step, c, M)
-        if not RMS:
-            gl.store(mean_ptr + row, mean)
         gl.store(rstd_ptr + row, rstd)
         phase ^= 1
-
 
 @triton.jit
 def _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, EVICTION: tl.constexpr):
@@ -750,13 +730,19 @@ FWD_MAX_UNROLLED_TILES = 16
 # RMS norm 4193 against 3425 (4189); layer norm 3239 against 3185 (3719), 3508 in 16 warps. In
 # bfloat16 the tiled path was faster (layer norm 3562 against 3009 held).
 FWD_FLOAT32_LONG = (24576, 32768)
-# 16-bit rows of FWD_STAGED_N[0] < N <= FWD_STAGED_N[1] columns (N a multiple of STAGED_VIEW, at
-# least as many rows as SMs, on Hopper, no knob given) are staged in shared memory by
-# norm_fwd_staged_kernel, in chunks of FWD_STAGED_CHUNK_RUNS runs in FWD_STAGED_WARPS warps: the
-# chunk and warps of the staged softmax (see softmax.STAGED_MAX_N).
-FWD_STAGED_N = (16384, 65536)
-FWD_STAGED_CHUNK_RUNS = 64
-FWD_STAGED_WARPS = 16
+# RMS norm's 16-bit rows of FWD_STAGED_N[0] < N <= FWD_STAGED_N[1] columns (N a multiple of
+# STAGED_VIEW, at least as many rows as SMs, on Hopper, no knob given) are staged in shared memory
+# by rms_norm_fwd_staged_kernel, in chunks of FWD_STAGED_CHUNK_RUNS runs in FWD_STAGED_WARPS warps
+# (the staged softmax's 64 runs in 16 warps ran within 1% of it). Interleaved H200 runs (triton
+# 3.6, torch 2.11, 2026-11-24, fractions of the copy ceiling, the tiled path in parentheses):
+# bfloat16 4096 x 65536 0.886 (0.811), 16384 x 65536 0.918 (0.821); float16 0.893 (0.811), 0.918
+# (0.823).
+# At 4096 x 32768 it lost (bfloat16 0.79 against 0.97). Layer norm, staged the same way with its
+# shifted sums, did not gain: bfloat16 4096 x 65536 0.70 (0.77), 16384 x 65536 0.78 (0.78); its
+# first pass does three times the arithmetic, and its second reads the bias too.
+FWD_STAGED_N = (32768, 65536)
+FWD_STAGED_CHUNK_RUNS = 32
+FWD_STAGED_WARPS = 8
 BWD_TILED = (2048, 1, 4)
 # The backward that holds rows in registers runs this many programs per SM, each over a contiguous
 # group of rows, whatever more the SM could hold: every program adds a row of partial weight sums
@@ -795,8 +781,8 @@ class NormConfig:
         tiled: True when rows are streamed through tiles rather than held in registers.
         reload: register path: read each tile again, from cache, after each row reduction
             instead of holding it in registers across them.
-        staged: forward: rows copied whole into shared memory (``FWD_STAGED_N``), ``block_n``
-            elements a copy, one program per SM.
+        staged: RMS norm's forward: rows copied whole into shared memory (``FWD_STAGED_N``),
+            ``block_n`` elements a copy, one program per SM.
     """
 
     block_n: int
@@ -865,7 +851,7 @@ def norm_config(
     bytes per element of ``x``. Rows one to a
     tile read each row again after each reduction (``reload``) in the forward for the
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
-    On a Hopper GPU, with no knob given, the forward stages 16-bit rows of ``FWD_STAGED_N``
+    On a Hopper GPU, with no knob given, RMS norm's forward stages 16-bit rows of ``FWD_STAGED_N``
     columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.can_stage_rows`).
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
@@ -877,7 +863,7 @@ def norm_config(
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
-    if (direction == "fwd" and itemsize == 2 and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]
+    if (direction == "fwd" and rms and itemsize == 2 and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]
             and N % STAGED_VIEW == 0 and M >= runtime.sm_count(device) and can_stage_rows(device, N * itemsize)):
         return NormConfig(FWD_STAGED_CHUNK_RUNS * STAGED_VIEW, 1, FWD_STAGED_WARPS, runtime.sm_count(device),
                           tiled=True, staged=True)
@@ -1012,10 +998,9 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     w = weight.contiguous() if weight is not None else x2
     b = bias.contiguous() if bias is not None else x2
     if cfg.staged and stageable(x2):
-        norm_fwd_staged_kernel[(cfg.programs,)](
-            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), y2, w, b, mean, rstd, m, n, y2.stride(0), float(eps),
-            RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, CHUNKS=cdiv(n, cfg.block_n),
-            WARPS=cfg.num_warps, num_warps=cfg.num_warps)
+        rms_norm_fwd_staged_kernel[(cfg.programs,)](
+            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), y2, w, rstd, m, n, y2.stride(0), float(eps),
+            HAS_W=weight is not None, CHUNKS=cdiv(n, cfg.block_n), WARPS=cfg.num_warps, num_warps=cfg.num_warps)
         return y, mean, rstd
     if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the tiled path, as a knob asks
         cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, block_n=FWD_TILED[0])
