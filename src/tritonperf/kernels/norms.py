@@ -732,17 +732,17 @@ FWD_MAX_UNROLLED_TILES = 16
 FWD_FLOAT32_LONG = (24576, 32768)
 # RMS norm's 16-bit rows of FWD_STAGED_N[0] < N <= FWD_STAGED_N[1] columns (N a multiple of
 # STAGED_VIEW, at least as many rows as SMs, on Hopper, no knob given) are staged in shared memory
-# by rms_norm_fwd_staged_kernel, in chunks of FWD_STAGED_CHUNK_RUNS runs in FWD_STAGED_WARPS warps
-# (the staged softmax's 64 runs in 16 warps ran within 1% of it). Interleaved H200 runs (triton
-# 3.6, torch 2.11, 2026-11-24, fractions of the copy ceiling, the tiled path in parentheses):
-# bfloat16 4096 x 65536 0.886 (0.811), 16384 x 65536 0.918 (0.821); float16 0.893 (0.811), 0.918
-# (0.823).
-# At 4096 x 32768 it lost (bfloat16 0.79 against 0.97). Layer norm, staged the same way with its
-# shifted sums, did not gain: bfloat16 4096 x 65536 0.70 (0.77), 16384 x 65536 0.78 (0.78); its
-# first pass does three times the arithmetic, and its second reads the bias too.
+# by rms_norm_fwd_staged_kernel, in chunks of FWD_STAGED_CHUNK_RUNS runs in FWD_STAGED_WARPS warps,
+# as the staged softmax. Interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-24, fractions of
+# the copy ceiling, the tiled path in parentheses): bfloat16 4096 x 65536 0.884 (0.811), 16384 x
+# 65536 0.915 (0.821); float16 0.886 (0.811), 0.918 (0.823). Chunks of 32 runs in 8 warps ran at
+# 0.71 (bfloat16, 4096 x 65536). At 4096 x 32768 the staged kernel lost (bfloat16 0.79 against
+# 0.97). Layer norm, staged the same way with its shifted sums, did not gain: bfloat16 4096 x
+# 65536 0.70 (0.77), 16384 x 65536 0.78 (0.78); its first pass does three times the arithmetic,
+# and its second reads the bias too.
 FWD_STAGED_N = (32768, 65536)
-FWD_STAGED_CHUNK_RUNS = 32
-FWD_STAGED_WARPS = 8
+FWD_STAGED_CHUNK_RUNS = 64
+FWD_STAGED_WARPS = 16
 BWD_TILED = (2048, 1, 4)
 # The backward that holds rows in registers runs this many programs per SM, each over a contiguous
 # group of rows, whatever more the SM could hold: every program adds a row of partial weight sums
