@@ -196,7 +196,7 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   ``rms_norm_fwd_staged_kernel``). On an H200 it moved 0.88 of the copy ceiling at 4096 x 65536
 #   bfloat16, against 0.81 for the two passes over tiles in the same run (triton 3.6, torch 2.11,
 #   2026-11-24). Layer norm, staged the same way, did not gain (0.70 against 0.77): its first
-#   pass does three times the arithmetic of RMS norm's, and the SM, not memory, became the limit.
+#   pass does three times the arithmetic of RMS norm's, and its second reads the bias too.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
