@@ -113,9 +113,9 @@ _tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_s
 
 
 def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
-    """Whether a staged kernel can run on ``device`` for rows of ``row_bytes`` bytes: a Hopper GPU
-    (sm_90; the kernels' TMA copies and barriers are Hopper's), not interpreter mode, and a row that
-    fits in the shared memory a program may use."""
+    """Whether a staged kernel can run on ``device`` with ``row_bytes`` bytes of chunks a row: a
+    Hopper GPU (sm_90; the kernels' TMA copies and barriers are Hopper's), not interpreter mode,
+    and chunks (and their barriers) that fit in the shared memory a program may use."""
     device = torch.device(device if device is not None else "cpu")
     if device.type != "cuda" or runtime.is_interpreter():
         return False

@@ -348,6 +348,7 @@ def rms_norm_fwd_staged_kernel(
         gl.store(rstd_ptr + row, rstd)
         phase ^= 1
 
+
 @triton.jit
 def _load_x_dy(x_ptr, dy_ptr, rows, cols, stride_x, stride_dy, mask, EVICTION: tl.constexpr):
     # A [ROWS, BLOCK_N] tile of x and of dy in float32, 0 on masked lanes.
@@ -863,10 +864,11 @@ def norm_config(
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
+    chunk = FWD_STAGED_CHUNK_RUNS * STAGED_VIEW
     if (direction == "fwd" and rms and itemsize == 2 and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]
-            and N % STAGED_VIEW == 0 and M >= runtime.sm_count(device) and can_stage_rows(device, N * itemsize)):
-        return NormConfig(FWD_STAGED_CHUNK_RUNS * STAGED_VIEW, 1, FWD_STAGED_WARPS, runtime.sm_count(device),
-                          tiled=True, staged=True)
+            and N % STAGED_VIEW == 0 and M >= runtime.sm_count(device)
+            and can_stage_rows(device, cdiv(N, chunk) * chunk * itemsize)):
+        return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True)
     if direction == "fwd":
         table, tiled_default = FWD_CONFIGS, FWD_TILED
     else:

@@ -449,6 +449,7 @@ def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNK
             release_chunk(x_desc, buf, ready, row + step, c, n_rows)
         phase ^= 1
 
+
 # -- launcher ------------------------------------------------------------------------------------
 # Defaults of the knobs every launcher takes as keyword arguments (see softmax_plan).
 # Measured on an H200 (triton 3.6): at 32768 columns one row in 32 warps reads memory once and ran at
@@ -676,9 +677,9 @@ def softmax_plan(
         return SoftmaxPlan("fused", block_n, rows, warps, stages, grid, 1, n_cols, reload)
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
+    chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
     if (direction == "fwd" and itemsize == 2 and not pinned and n_rows >= sms and n_cols <= STAGED_MAX_N
-            and n_cols % STAGED_VIEW == 0 and can_stage_rows(device, n_cols * itemsize)):
-        chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
+            and n_cols % STAGED_VIEW == 0 and can_stage_rows(device, cdiv(n_cols, chunk) * chunk * itemsize)):
         return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, cdiv(n_cols, chunk), chunk)
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
