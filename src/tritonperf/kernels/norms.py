@@ -736,8 +736,9 @@ FWD_FLOAT32_LONG = (24576, 32768)
 # by rms_norm_fwd_staged_kernel, in chunks of FWD_STAGED_CHUNK_RUNS runs in FWD_STAGED_WARPS warps,
 # as the staged softmax. Interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-24, fractions of
 # the copy ceiling, the tiled path in parentheses): bfloat16 4096 x 65536 0.884 (0.811), 16384 x
-# 65536 0.915 (0.821); float16 0.886 (0.811), 0.918 (0.823). Chunks of 32 runs in 8 warps ran at
-# 0.71 (bfloat16, 4096 x 65536). At 4096 x 32768 the staged kernel lost (bfloat16 0.79 against
+# 65536 0.915 (0.821); float16 0.886 (0.811), 0.918 (0.823); on an NVIDIA H100 80GB HBM3 (same
+# day, 4096 x 65536) bfloat16 0.937 (0.806), float16 0.940 (0.814). Chunks of 32 runs in 8 warps
+# ran at 0.71 on the H200 (bfloat16, 4096 x 65536). At 4096 x 32768 the staged kernel lost (bfloat16 0.79 against
 # 0.97). Layer norm, staged the same way with its shifted sums, did not gain: bfloat16 4096 x
 # 65536 0.70 (0.77), 16384 x 65536 0.78 (0.78); its first pass does three times the arithmetic,
 # and its second reads the bias too.
