@@ -255,7 +255,8 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: _combine
 #
-# On Hopper, 16-bit rows of up to 65536 columns take a third route. Such a row is 128 KB:
+# On Hopper, 16-bit rows of 32769 to 65536 columns (a multiple of 256) take a third route. A
+# row of 65536 is 128 KB:
 # too much for registers, but it fits in the 227 KB of shared memory a program may use. Plain
 # Triton decides on its own what goes to shared memory, so this kernel is written in Gluon,
 # Triton's lower-level dialect, where the program allocates it. The TMA copies each row into a
@@ -270,6 +271,13 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: softmax_fwd_staged_kernel
+#
+# The ring's helpers are shared with RMS norm's staged forward. Handing a chunk over takes a
+# barrier across the program's warps (all of them have read it) and a fence (their reads are
+# ordered before the copy engine's write):
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/_rows.py
+#    :pyobject: release_chunk
 #
 # The interpreter is slow, so on the CPU the thresholds are lowered to send short rows down the
 # same two paths; on a GPU the rows are as long as the benchmark's:
