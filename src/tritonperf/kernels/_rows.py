@@ -149,14 +149,21 @@ def stage_chunk(x_desc, buf, ready, row, c, n_rows):
 
 
 @gluon.jit
-def start_ring(x_desc, buf, ready, row, n_rows):
-    # Initialize the slots' barriers, then start copying the program's first row.
-    CHUNKS: gl.constexpr = buf.shape[0]
+def open_ring(x_desc, CHUNKS: gl.constexpr, row, n_rows, layout: gl.constexpr):
+    # The ring of a staged kernel: CHUNKS slots of one chunk each and their barriers, the copy of
+    # the program's first row started, and each element's column within a chunk, in `layout`.
+    CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
+    W: gl.constexpr = x_desc.block_type.shape[2]
+    buf = gl.allocate_shared_memory(x_desc.dtype, [CHUNKS, 1, CHUNK_R, W], x_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [CHUNKS, 1], mbarrier.MBarrierLayout())
     for c in gl.static_range(CHUNKS):
         mbarrier.init(ready.index(c), count=1)
     fence_async_shared()
     for c in gl.static_range(CHUNKS):
         stage_chunk(x_desc, buf, ready, row, c, n_rows)
+    offs = (gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, layout))[:, None] * W
+            + gl.arange(0, W, layout=gl.SliceLayout(0, layout))[None, :])
+    return buf, ready, offs
 
 
 @gluon.jit

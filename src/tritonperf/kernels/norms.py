@@ -42,12 +42,12 @@ from ._rows import (
     compile_key,
     fit_stages,
     launch,
+    open_ring,
     read_chunk,
     release_chunk,
     row_align,
     stageable,
     staged_descriptor,
-    start_ring,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -323,11 +323,7 @@ def rms_norm_fwd_staged_kernel(
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [WARPS, 1], [1, 0])
     pid = gl.program_id(0)
     step = gl.num_programs(0)
-    buf = gl.allocate_shared_memory(x_desc.dtype, [CHUNKS, 1, CHUNK_R, W], x_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [CHUNKS, 1], mbarrier.MBarrierLayout())
-    start_ring(x_desc, buf, ready, pid, M)
-    offs = (gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, layout))[:, None] * W
-            + gl.arange(0, W, layout=gl.SliceLayout(0, layout))[None, :])
+    buf, ready, offs = open_ring(x_desc, CHUNKS, pid, M, layout)
     phase = 0
     for row in range(pid, M, step):
         s = gl.zeros([CHUNK_R, W], gl.float32, layout)

@@ -39,12 +39,12 @@ from ._rows import (
     aligned,
     can_stage_rows,
     launch,
+    open_ring,
     read_chunk,
     release_chunk,
     row_align,
     stageable,
     staged_descriptor,
-    start_ring,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -418,12 +418,8 @@ def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNK
     layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [WARPS, 1], [1, 0])
     pid = gl.program_id(0)
     step = gl.num_programs(0)
-    buf = gl.allocate_shared_memory(x_desc.dtype, [CHUNKS, 1, CHUNK_R, W], x_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [CHUNKS, 1], mbarrier.MBarrierLayout())
-    start_ring(x_desc, buf, ready, pid, n_rows)
-    # Columns of a chunk's elements; past n_cols the copy filled zeros, read as -inf.
-    offs = (gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, layout))[:, None] * W
-            + gl.arange(0, W, layout=gl.SliceLayout(0, layout))[None, :])
+    # offs: columns within a chunk; past n_cols the copy filled zeros, read as -inf.
+    buf, ready, offs = open_ring(x_desc, CHUNKS, pid, n_rows, layout)
     phase = 0
     for row in range(pid, n_rows, step):
         # Pass 1, as _online_stats: a running maximum m (one number), lane-wise sums of exp(x - m).
