@@ -708,8 +708,12 @@ for name, kv_table, dq_table in (("pointers", BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS),
 # the last one's. With one pair, at every block the consumer not computing ``dQ`` waited for the
 # other's ``dQ`` matmuls before writing its next ``dS``; the second pair (16 KB of shared memory)
 # made the kernel 2-5% faster at ``D = 128`` and 1-7% at ``D = 64`` in one H200 run (2026-11-23,
-# triton 3.6.0, float16, the benchmark's shapes). The float32 tiles are still much traffic. At
-# the benchmark's shapes:
+# triton 3.6.0, float16, the benchmark's shapes). Causal at ``D = 128``, the two consumers share
+# each block's ``dQ`` instead: each computes half of its columns at every block, so both do the
+# same work at every block and each holds 32 registers a thread less. In one H200 run (2026-11-24,
+# triton 3.6.0, float16) that was 4% faster at ``N = 1024``, 3% at 4096 and even at 16384; without
+# the mask it was 1-2% slower (bfloat16, ``N = 4096``: 4%), so full attention keeps the turns.
+# The float32 tiles are still much traffic. At the benchmark's shapes:
 
 for n in (1024, SEQ_LENS[-1]):
     b, h = TOKENS // n, CHANNELS // 128

@@ -796,8 +796,10 @@ def attention_bwd_dq_kernel(
 # loader warp streams the query blocks (Q, dO, and their lse2 and delta rows) into a ring. dQ of a
 # query block sums the contributions of every key block, so programs add theirs into a float32 buffer
 # with the TMA's reduce-add. To halve that traffic, both consumers put their dS in shared memory and
-# one of them, in turn, computes the block's whole dQ from both halves. The dS buffers come in
-# DS_STAGES pairs, used by consecutive blocks in turn (see BWD_WS_DS_STAGES).
+# the block's dQ is computed once from both halves: by one consumer in turn, or (a dQ buffer whose
+# blocks hold half of D's columns, see BWD_WS_SPLIT_DQ) by both at every block, each consumer its half
+# of the columns. The dS buffers come in DS_STAGES pairs, used by consecutive blocks in turn (see
+# BWD_WS_DS_STAGES).
 #
 # triton 3.6's Gluon has no name for the TMA reduce-add (later versions call it tma.async_atomic_add):
 # the same operation through the builder.
@@ -842,30 +844,31 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
                     q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
                     z, h_kv, GROUP, n0c, j_start, n_q, qk_scale, sm_scale, causal, c):
     # Consumer c: key rows [n0c, n0c + ROWS) (its K_c, V_c), computed transposed (keys along the
-    # tile rows) as in attention_bwd_dkdv_kernel. k_0, k_1: both consumers' K buffers, which the
-    # block's dQ reads with both consumers' dS: ds_smem holds DS_STAGES pairs of dS buffers, block it
-    # using pair it % DS_STAGES (consumer c's at 2 * pair + c).
+    # tile rows) as in attention_bwd_dkdv_kernel. k_0, k_1: the columns of both consumers' K buffers
+    # that this consumer's dQ reads (all of them, or its half when the dQ is split), with both
+    # consumers' dS: ds_smem holds DS_STAGES pairs of dS buffers, block it using pair it % DS_STAGES
+    # (consumer c's at 2 * pair + c).
     ROWS: gl.constexpr = q_smem.shape[3]
     HEAD_DIM: gl.constexpr = q_smem.shape[4]
+    DQ_COLS: gl.constexpr = dq_smem.shape[3]
     NUM_STAGES: gl.constexpr = q_smem.shape[0]
     DS_STAGES: gl.constexpr = ds_smem.shape[0] // 2
     dtype: gl.constexpr = q_smem.dtype
     s_layout: gl.constexpr = _wgmma_layout(ROWS)
     o_layout: gl.constexpr = _wgmma_layout(HEAD_DIM)
+    dq_layout: gl.constexpr = _wgmma_layout(DQ_COLS)
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     col_layout: gl.constexpr = gl.SliceLayout(0, s_layout)
 
     k = k_c.reshape([ROWS, HEAD_DIM])
     v = v_c.reshape([ROWS, HEAD_DIM])
-    k_0 = k_0.reshape([ROWS, HEAD_DIM])
-    k_1 = k_1.reshape([ROWS, HEAD_DIM])
-    dq_tile = dq_smem.reshape([ROWS, HEAD_DIM])
+    dq_tile = dq_smem.reshape([ROWS, DQ_COLS])
     cols = n0c + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))  # this consumer's keys
     offs_m = gl.arange(0, ROWS, layout=col_layout)
     dk = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
     dv = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
     no_scores = gl.zeros([ROWS, ROWS], gl.float32, layout=s_layout)  # use_acc=False ignores it
-    no_dq = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
+    no_dq = gl.zeros([ROWS, DQ_COLS], gl.float32, layout=dq_layout)
     mbarrier.wait(kv_bars.index(0), 0)
     mbarrier.wait(kv_bars.index(1), 0)
 
@@ -901,7 +904,9 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
         dk = warpgroup_mma(gl.convert_layout(ds, a_layout), qs, dk, is_async=True)  # dK += dSᵀ Q
         dv, dk = warpgroup_mma_wait(0, deps=(dv, dk))
         mbarrier.arrive(empty.index(slot))
-        if it % 2 == c:  # this block's dQ = dS K over both consumers' keys, added into the float32 buffer
+        # This block's dQ = dS K over both consumers' keys (its own columns of it: all, in its turn,
+        # or its half at every block), added into the float32 buffer.
+        if (it % 2 == c) | (DQ_COLS < HEAD_DIM):
             mbarrier.wait(ds_full.index(pair), use)
             dq = warpgroup_mma(ds_smem.index(2 * pair).permute((1, 0)), k_0, no_dq, use_acc=False, is_async=True)
             dq = warpgroup_mma(ds_smem.index(2 * pair + 1).permute((1, 0)), k_1, dq, is_async=True)
@@ -910,7 +915,7 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
             gl_tma.store_wait(0)  # this consumer's previous reduce-add has read dq_smem
             dq_tile.store(dq * sm_scale)
             fence_async_shared()
-            _tma_reduce_add(dq_desc, [z, h_kv * GROUP + g, j * ROWS, 0], dq_smem)
+            _tma_reduce_add(dq_desc, [z, h_kv * GROUP + g, j * ROWS, c * DQ_COLS % HEAD_DIM], dq_smem)
 
     # dK and dV leave through this consumer's K and V buffers, no longer read (every MMA was waited
     # for, and the other consumer's last dQ read K before it arrived on ds_free); rows past N dropped.
@@ -937,9 +942,13 @@ def attention_bwd_ws_kernel(
 ):
     # Program (i, z * H_kv + h_kv): key rows [i * 2 * ROWS, (i + 1) * 2 * ROWS) of key/value head h_kv.
     # Descriptors of the whole 4-D tensors in blocks of 1 x 1 x ROWS x D (dq_desc: the float32 dQ
-    # buffer); lse2_desc and delta_desc: the preprocessed (B * H * N_PAD,) rows in blocks of ROWS,
-    # N_PAD a multiple of ROWS (so a block never crosses into the next head).
+    # buffer, in blocks of D or D / 2 columns); lse2_desc and delta_desc: the preprocessed
+    # (B * H * N_PAD,) rows in blocks of ROWS, N_PAD a multiple of ROWS (so a block never crosses into
+    # the next head).
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
+    DQ_COLS: gl.constexpr = dq_desc.block_type.shape[3]
+    DQ_WRITERS: gl.constexpr = HEAD_DIM // DQ_COLS  # consumers computing each block's dQ
     pid = gl.program_id(0)
     zh_kv = gl.program_id(1)
     z = zh_kv // (H // GROUP)
@@ -973,7 +982,7 @@ def attention_bwd_ws_kernel(
         mbarrier.init(empty.index(i), count=2)  # one arrival per consumer
     for i in gl.static_range(DS_STAGES):
         mbarrier.init(ds_full.index(i), count=2)  # both consumers' dS are in shared memory
-        mbarrier.init(ds_free.index(i), count=1)  # the consumer whose turn it was has read them
+        mbarrier.init(ds_free.index(i), count=DQ_WRITERS)  # the consumers computing dQ have read them
 
     c0 = zh_kv * 0  # the consumers' numbers c0, c0 + 1 as tensors
     causal = c0 + IS_CAUSAL
@@ -981,13 +990,21 @@ def attention_bwd_ws_kernel(
     H = c0 + H
     N_PAD = c0 + N_PAD
     GROUP = c0 + GROUP
+    # The K columns each consumer's dQ reads from both buffers: all of them, or its half when split.
+    k_0 = k_smem.index(0).reshape([ROWS, HEAD_DIM])
+    k_1 = k_smem.index(1).reshape([ROWS, HEAD_DIM])
+    second: gl.constexpr = DQ_COLS % HEAD_DIM  # the second consumer's first column
+    k_0a = k_0.slice(0, DQ_COLS, dim=1)
+    k_1a = k_1.slice(0, DQ_COLS, dim=1)
+    k_0b = k_0.slice(second, DQ_COLS, dim=1)
+    k_1b = k_1.slice(second, DQ_COLS, dim=1)
     gl.warp_specialize([
-        (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(0), v_smem.index(0), k_smem.index(0),
-                           k_smem.index(1), ds_smem, dq_smem.index(0),
+        (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(0), v_smem.index(0), k_0a, k_1a,
+                           ds_smem, dq_smem.index(0),
                            q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
                            z, h_kv, GROUP, n0, j_start, n_q, qk_scale, sm_scale, causal, c0)),
-        (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(1), v_smem.index(1), k_smem.index(0),
-                           k_smem.index(1), ds_smem, dq_smem.index(1),
+        (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(1), v_smem.index(1), k_0b, k_1b,
+                           ds_smem, dq_smem.index(1),
                            q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
                            z, h_kv, GROUP, n0 + ROWS, j_start, n_q, qk_scale, sm_scale, causal, c0 + 1)),
         (_ws_bwd_load, (q_desc, k_desc, v_desc, do_desc, lse2_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
@@ -1089,6 +1106,16 @@ _BWD_WS_TILES = {
 # shape, D = 128 by 2-5% (ratio to cuDNN 0.97-1.02 against 0.93-0.98), D = 64 by 1-7% (0.99-1.06
 # against 0.97-1.05).
 BWD_WS_DS_STAGES = 2
+# (D, causal) at which each consumer of the warp-specialized backward computes half of dQ's columns at
+# every query block, instead of the whole dQ at every other block: the two consumers then do the same
+# work at every block, a consumer holds 32 registers a thread less for dQ, and the dQ buffers take
+# 32 KB less shared memory (198 KB in all; with triton 3.6 the sm_90 stack frame at D = 128 causal
+# goes from 32 bytes to none). Measured on an NVIDIA H200 (triton 3.6, torch 2.11, 2026-11-24,
+# B·N = 16k tokens, H = 16, one interleaved run with cuDNN), TFLOPS split / whole / cuDNN: causal
+# float16 N = 1024 307 / 295 / 305, 4096 434 / 422 / 434, 16384 494 / 493 / 503, bfloat16 4096
+# 439 / 438 / 448; full float16 1024 397 / 403 / 400, 4096 472 / 484 / 492, 16384 506 / 511 / 519,
+# bfloat16 4096 484 / 505 / 509. Full attention loses with the split, so only causal takes it.
+BWD_WS_SPLIT_DQ = {(128, True)}
 
 
 def ws_registers(consumers: int) -> dict[str, int]:
@@ -1297,10 +1324,11 @@ def _descriptor(t: torch.Tensor, rows: int):
     return TensorDescriptor(t, list(t.shape), _descriptor_strides(t), [1, 1, rows, t.shape[3]])
 
 
-def _ws_descriptor(t: torch.Tensor, rows: int):
+def _ws_descriptor(t: torch.Tensor, rows: int, cols: int | None = None):
     """As :func:`_descriptor`, for the Gluon kernel: Gluon's descriptor also names the shared-memory
-    layout of a block (the widest swizzle its rows allow), which the kernel allocates its buffers with."""
-    block = [1, 1, rows, t.shape[3]]
+    layout of a block (the widest swizzle its rows allow), which the kernel allocates its buffers with.
+    Blocks are ``cols`` wide if given, else the whole of ``D``."""
+    block = [1, 1, rows, cols or t.shape[3]]
     layout = gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[t.dtype])
     return GluonTensorDescriptor(t, list(t.shape), _descriptor_strides(t), block, layout)
 
@@ -1524,7 +1552,7 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
     attention_bwd_ws_kernel[(triton.cdiv(n, cfg.block_n), b * h_kv)](
         _ws_descriptor(q, WS_ROWS), _ws_descriptor(k, WS_ROWS), _ws_descriptor(v, WS_ROWS), _ws_descriptor(do, WS_ROWS),
         _ws_descriptor(dk, WS_ROWS), _ws_descriptor(dv, WS_ROWS), _ws_rows_descriptor(lse2), _ws_rows_descriptor(delta),
-        _ws_descriptor(dq32, WS_ROWS),
+        _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d),
         h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
         NUM_STAGES=cfg.num_stages, DS_STAGES=BWD_WS_DS_STAGES, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"],
         LOADER_REGS=regs["loader"], num_warps=cfg.num_warps,
