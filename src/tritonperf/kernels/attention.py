@@ -33,9 +33,9 @@ additions: every program writes only the rows it owns, so results do not depend 
 On Hopper at ``D`` = 64 and 128 the backward runs :func:`attention_bwd_ws_kernel` instead, one
 Gluon kernel for all three gradients (FlashAttention-3's scheme): two consumer warpgroups each own
 a share of a block of key rows, a loader warp streams the query blocks, and ``dQ`` is added into a
-float32 buffer with the TMA's reduce-add, one tile per program and query block. Five matmuls per
-block instead of seven, at the price of determinism: the float32 additions arrive in any order,
-so under ``torch.use_deterministic_algorithms(True)`` the two kernels above run instead.
+float32 buffer with the TMA's reduce-add, one tile's worth per program and query block. Five
+matmuls per block instead of seven, at the price of determinism: the float32 additions arrive in
+any order, so under ``torch.use_deterministic_algorithms(True)`` the two kernels above run instead.
 
 On Hopper, the forward at ``D`` = 64 and 128 runs :func:`attention_fwd_ws_kernel` instead (at
 ``D = 64`` from the lengths in :data:`WS_MIN_LENGTH`), the same algorithm written in Gluon
