@@ -54,7 +54,7 @@ def test_results_page(sample_doc, tmp_path):
     page = report.results_page([path], tmp_path / "img", "/img")
     assert "## Example GPU" in page and "copy_GBps" in page
     assert (tmp_path / "img" / "example-gpu-vector_add-fwd-float32-0.png").stat().st_size > 0
-    assert "| N=16777216 | 1,007 | 805 | 503 | 101% | 1.25× |" in page
+    assert "| N=16777216 | 1,007 | 101% | 1.25× | 805 | 503 |" in page  # ours first, then the others
     assert "No results have been recorded" in report.results_page([], tmp_path / "img", "/img")
     plt.close("all")
 
@@ -176,9 +176,11 @@ def test_attention_tables_follow_their_plots_and_name_only_what_varies(sample_do
     groups = report.plot_groups(sample_doc, "attention", "fwd", "float16")
     assert [label for label, _, _ in groups] == ["D = 64, full", "D = 64, causal", "D = 128, full", "D = 128, causal"]
     header, rows = report.pivot(sample_doc, "attention", "fwd", "float16", groups[3][1], omit=("D", "causal"))
-    assert header[:3] == ["shape (rates in TFLOPS)", "tritonperf", "torch.sdpa-cudnn"]
+    # Ours first (rate, share of the ceiling, speed over the best torch), then the other variants.
+    assert header == ["shape (rates in TFLOPS)", "tritonperf", "tritonperf: % of ceiling", "tritonperf vs best torch",
+                      "torch.sdpa-cudnn"]
     assert [row[0] for row in rows] == ["B=16\u00a0H=16\u00a0N=1024", "B=4\u00a0H=16\u00a0N=4096"]
-    assert rows[0][-1] == "1.10×"
+    assert rows[0][1] == "100" and rows[0][3] == "1.10×" and rows[0][4] == "91"
     # Without a selection, every shape is a row, named in full.
     _, rows = report.pivot(sample_doc, "attention", "fwd", "float16")
     assert len(rows) == 8 and rows[0][0] == "B=16\u00a0H=32\u00a0N=1024\u00a0D=64\u00a0causal=False"

@@ -177,7 +177,8 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
                 parts.append(f"![{title} on {p['gpu']}]({image_url}/{name}.png)\n")
                 # The plot's title names attention's head dim and causality: its table need not.
                 omit = ("D", "causal") if kernel == "attention" else ()
-                parts.append(markdown_table(*pivot(doc, kernel, direction, dtype, select, omit)) + "\n")
+                header, rows = pivot(doc, kernel, direction, dtype, select, omit)
+                parts.append(markdown_table(header, rows, right=range(1, len(header))) + "\n")
     return "\n".join(parts)
 
 
@@ -225,30 +226,36 @@ def pivot(
     doc: dict[str, Any], kernel: str, direction: str, dtype: str, select: Callable[[dict[str, Any]], bool] | None = None,
     omit: Iterable[str] = (),
 ) -> tuple[list[str], list[list[str]]]:
-    """One row per shape, one rate column per variant, then ours as % of ceiling and against the best torch.
+    """One row per shape: our rate, as % of ceiling and against the best torch, then one rate column
+    per other variant.
 
     ``select``, if given, keeps the shapes it returns True for; the shape column leaves out the
-    keys in ``omit``. A shape's text does not wrap.
+    keys in ``omit``. A shape's text does not wrap. Our columns come first so that a table wider
+    than the page, scrolled sideways, still shows them beside the shape.
     """
     rows = [r for r in summarize(doc) if (r["kernel"], r["direction"], r["dtype"]) == (kernel, direction, dtype)
             and (select is None or select(r["shape"]))]
-    variants = sorted({r["variant"] for r in rows}, key=variant_order)
+    variants = sorted({r["variant"] for r in rows} - {"tritonperf"}, key=variant_order)
     unit = "TFLOPS" if rows and rows[0]["metric"] == "TFLOPS" else "GB/s"
     by_shape: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
         text = shape_text({k: v for k, v in r["shape"].items() if k not in omit}).replace(" ", "\u00a0")  # no-break spaces
         by_shape.setdefault(text, {})[r["variant"]] = r
+    def rate(cells: dict[str, dict[str, Any]], variant: str) -> str:
+        return f"{cells[variant]['rate']:,.0f}" if variant in cells and cells[variant]["rate"] else "–"
+
     table = []
     for shape, cells in by_shape.items():
         ours = cells.get("tritonperf")
         table.append([
             shape,
-            *(f"{cells[v]['rate']:,.0f}" if v in cells and cells[v]["rate"] else "–" for v in variants),
+            rate(cells, "tritonperf"),
             f"{ours['pct_of_ceiling']:.0f}%" if ours and ours["pct_of_ceiling"] is not None else "–",
             f"{ours['vs_best_torch']:.2f}×" if ours and ours["vs_best_torch"] is not None else "–",
+            *(rate(cells, v) for v in variants),
         ])
     # The unit is said once, in the first column's header, to keep the variants' columns narrow.
-    header = [f"shape (rates in {unit})", *variants, "tritonperf: % of ceiling", "tritonperf vs best torch"]
+    header = [f"shape (rates in {unit})", "tritonperf", "tritonperf: % of ceiling", "tritonperf vs best torch", *variants]
     return header, table
 
 
