@@ -73,7 +73,7 @@ def test_every_target_names_a_kernel_the_benchmarks_record():
 def test_the_results_page_and_the_command_show_the_targets(softmax_doc, tmp_path, capsys):
     path = records.save(softmax_doc, tmp_path / "example-gpu.json")
     page = report.results_page([path], tmp_path / "img", "/img")
-    assert "| softmax | fwd | ≥ 0.93 × copy ceiling, N ≤ 16384 | 1 of 3 | 0.40× | float16 M=4096 N=256 |" in page
+    assert "| softmax | fwd | ≥ 0.93 × copy ceiling, N ≤ 16384 | 1\u00a0of\u00a03 | 0.40× | float16 M=4096 N=256 |" in page
     assert cli.main(["targets", str(path)]) == 0
     out = capsys.readouterr().out
     assert "≥ 2.0 × torch eager" in out and "1 of 3" in out
