@@ -242,6 +242,7 @@ def pivot(
     for r in rows:
         text = shape_text({k: v for k, v in r["shape"].items() if k not in omit}).replace(" ", "\u00a0")  # no-break spaces
         by_shape.setdefault(text, {})[r["variant"]] = r
+
     def rate(cells: dict[str, dict[str, Any]], variant: str) -> str:
         return f"{cells[variant]['rate']:,.0f}" if variant in cells and cells[variant]["rate"] else "–"
 
