@@ -140,6 +140,13 @@ def staged_descriptor(rows: torch.Tensor, chunk_runs: int) -> GluonTensorDescrip
     return GluonTensorDescriptor(runs, list(runs.shape), list(runs.stride()), [1, chunk_runs, STAGED_VIEW], layout)
 
 
+@gluon.constexpr_function
+def chunk_layout(warps):
+    # How a staged kernel's threads hold a chunk [runs, STAGED_VIEW]: 8 consecutive elements (16
+    # bytes of a 16-bit row) a thread, a warp along a run, the warps down the runs.
+    return gl.BlockedLayout([1, 8], [1, 32], [warps, 1], [1, 0])
+
+
 @gluon.jit
 def stage_chunk(x_desc, buf, ready, row, c, n_rows):
     # Start the copy of chunk c of row `row` (none past the last row) into slot c.

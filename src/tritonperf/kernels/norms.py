@@ -39,6 +39,7 @@ from ._rows import (
     STAGED_VIEW,
     aligned,
     can_stage_rows,
+    chunk_layout,
     compile_key,
     fit_stages,
     launch,
@@ -320,7 +321,7 @@ def rms_norm_fwd_staged_kernel(
     # and hands each slot over to the next row's copy.
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
     W: gl.constexpr = x_desc.block_type.shape[2]
-    layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [WARPS, 1], [1, 0])
+    layout: gl.constexpr = chunk_layout(WARPS)
     pid = gl.program_id(0)
     step = gl.num_programs(0)
     buf, ready, offs = open_ring(x_desc, CHUNKS, pid, M, layout)

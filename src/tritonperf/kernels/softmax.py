@@ -38,6 +38,7 @@ from ._rows import (
     STAGED_VIEW,
     aligned,
     can_stage_rows,
+    chunk_layout,
     launch,
     open_ring,
     read_chunk,
@@ -415,7 +416,7 @@ def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNK
     # again, writes y and hands each slot over to the next row's copy.
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
     W: gl.constexpr = x_desc.block_type.shape[2]
-    layout: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [WARPS, 1], [1, 0])
+    layout: gl.constexpr = chunk_layout(WARPS)
     pid = gl.program_id(0)
     step = gl.num_programs(0)
     # offs: columns within a chunk; past n_cols the copy filled zeros, read as -inf.
