@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tritonperf import runtime
 from tritonperf.bench.records import SCHEMA
+from tritonperf.kernels import _rows
 from tritonperf.kernels._rows import STAGED_VIEW
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
@@ -475,7 +476,7 @@ def test_staged_forward(norm, dtype):
     # parameters. Layer norm takes the tiled path on the same inputs.
     cuda = torch.device("cuda")
     rows = 2 * runtime.sm_count(cuda) + 3
-    hopper = norms_module.can_stage_rows(cuda, FWD_STAGED_N[1] * 2)
+    hopper = _rows.can_stage_rows(cuda, FWD_STAGED_N[1] * 2)
     for cols, stride in ((129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (FWD_STAGED_N[1], FWD_STAGED_N[1])):
         assert norm_config(rows, cols, "fwd", cuda, itemsize=2, rms=norm == "rms_norm").staged == (
             hopper and norm == "rms_norm")
@@ -491,7 +492,7 @@ def test_staged_forward(norm, dtype):
 def test_staged_forward_config(monkeypatch, request):
     n = FWD_STAGED_N[1]
     assert not norm_config(4096, n, "fwd", "cpu", itemsize=2, rms=True).staged  # the CPU: no shared memory
-    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: True)
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: True)
     norm_config.cache_clear()  # configurations are cached: drop those made without the stand-in
     request.addfinalizer(norm_config.cache_clear)  # ... and those made with it
     cfg = norm_config(4096, n, "fwd", "cpu", itemsize=2, rms=True)

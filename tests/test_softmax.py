@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tritonperf import runtime
+from tritonperf.kernels import _rows
 from tritonperf.kernels.softmax import (
     BWD_MAX_WARPS,
     FUSED_ELEMENTS,
@@ -371,7 +372,7 @@ def test_plan_paths_and_packing():
 def test_plan_stages_long_16_bit_rows_where_it_can(monkeypatch):
     h, f = torch.float16, torch.float32
     assert softmax_plan(4096, STAGED_MAX_N, h).path == "online"  # the CPU: no shared memory to stage in
-    monkeypatch.setattr(softmax_module, "can_stage_rows", lambda device, row_bytes: True)
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: True)
     for dtype in (h, torch.bfloat16):
         plan = softmax_plan(4096, STAGED_MAX_N, dtype)
         chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
@@ -541,7 +542,7 @@ def test_staged_rows(dtype):
     # of chunks, a ragged last chunk (129 runs of 256), rows padded in memory, more rows than
     # programs (each program reuses its slots), rows of -inf, and huge values.
     cuda = torch.device("cuda")
-    hopper = softmax_module.can_stage_rows(cuda, STAGED_MAX_N * 2)
+    hopper = _rows.can_stage_rows(cuda, STAGED_MAX_N * 2)
     rows = 2 * runtime.sm_count(cuda) + 3
     for cols, stride in ((STAGED_MAX_N, STAGED_MAX_N), (129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (40960, 41216)):
         x = random_tensor((rows, stride), dtype, cuda)[:, :cols]

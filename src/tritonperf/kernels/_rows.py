@@ -37,6 +37,7 @@ from triton.experimental.gluon.language.nvidia.hopper import tma as gl_tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 
 from .. import runtime
+from .._intmath import cdiv
 
 #: Divisibility Triton already detects by itself (``aligned`` repeats the number: a kernel reads
 #: only constexpr globals).
@@ -121,6 +122,16 @@ def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
         return False
     return (torch.cuda.get_device_capability(device) == (9, 0)
             and row_bytes + 1024 <= runtime.shared_memory_per_block(device))
+
+
+def staging_fits(device: torch.device | str | None, n_rows: int, n_cols: int, itemsize: int, chunk: int) -> bool:
+    """Whether a staged kernel takes ``n_rows`` rows of ``n_cols`` elements of ``itemsize`` bytes,
+    copied in chunks of ``chunk`` elements: 16-bit rows, a whole number of ``STAGED_VIEW`` runs,
+    at least as many rows as SMs (the grid is one program per SM), and a row's chunks that
+    :func:`can_stage_rows` accepts on ``device``."""
+    device = torch.device(device if device is not None else "cpu")
+    return (itemsize == 2 and n_cols % STAGED_VIEW == 0 and n_rows >= runtime.sm_count(device)
+            and can_stage_rows(device, cdiv(n_cols, chunk) * chunk * itemsize))
 
 
 def stageable(rows: torch.Tensor) -> bool:

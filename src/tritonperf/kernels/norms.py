@@ -38,7 +38,6 @@ from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 from ._rows import (
     STAGED_VIEW,
     aligned,
-    can_stage_rows,
     chunk_layout,
     compile_key,
     fit_stages,
@@ -49,6 +48,7 @@ from ._rows import (
     row_align,
     stageable,
     staged_descriptor,
+    staging_fits,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -851,7 +851,7 @@ def norm_config(
     tile read each row again after each reduction (``reload``) in the forward for the
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
     On a Hopper GPU, with no knob given, RMS norm's forward stages 16-bit rows of ``FWD_STAGED_N``
-    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.can_stage_rows`).
+    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_fits`).
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -863,9 +863,8 @@ def norm_config(
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
     chunk = FWD_STAGED_CHUNK_RUNS * STAGED_VIEW
-    if (direction == "fwd" and rms and itemsize == 2 and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]
-            and N % STAGED_VIEW == 0 and M >= runtime.sm_count(device)
-            and can_stage_rows(device, cdiv(N, chunk) * chunk * itemsize)):
+    if (direction == "fwd" and rms and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]
+            and staging_fits(device, M, N, itemsize, chunk)):
         return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True)
     if direction == "fwd":
         table, tiled_default = FWD_CONFIGS, FWD_TILED

@@ -37,7 +37,6 @@ from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 from ._rows import (
     STAGED_VIEW,
     aligned,
-    can_stage_rows,
     chunk_layout,
     launch,
     open_ring,
@@ -46,6 +45,7 @@ from ._rows import (
     row_align,
     stageable,
     staged_descriptor,
+    staging_fits,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -646,7 +646,7 @@ def softmax_plan(
 
     The forward of 16-bit rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a
     multiple of ``STAGED_VIEW``, with at least as many rows as SMs, takes the staged path on a
-    Hopper GPU (:func:`~tritonperf.kernels._rows.can_stage_rows`) unless a knob is given: knobs
+    Hopper GPU (:func:`~tritonperf.kernels._rows.staging_fits`) unless a knob is given: knobs
     describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
@@ -675,8 +675,7 @@ def softmax_plan(
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
     chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
-    if (direction == "fwd" and itemsize == 2 and not pinned and n_rows >= sms and n_cols <= STAGED_MAX_N
-            and n_cols % STAGED_VIEW == 0 and can_stage_rows(device, cdiv(n_cols, chunk) * chunk * itemsize)):
+    if direction == "fwd" and not pinned and n_cols <= STAGED_MAX_N and staging_fits(device, n_rows, n_cols, itemsize, chunk):
         return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, cdiv(n_cols, chunk), chunk)
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
