@@ -1,5 +1,6 @@
 """fit_stages: the row kernels' pipelines on GPUs with less shared memory than the Hopper they were
-tuned on (the kernels themselves under a smaller limit: test_softmax.py, test_norms.py)."""
+tuned on (the kernels themselves under a smaller limit: test_softmax.py, test_norms.py);
+staging_split: which rows the staged kernels take, and where their chunks go."""
 
 from __future__ import annotations
 
@@ -53,3 +54,19 @@ def test_fit_stages_leaves_unpipelined_and_interpreter_launches_alone(fresh_cach
     assert _rows.fit_stages(kernel, (torch.empty(4),), {"NUM_STAGES": 1}, 4, torch.device("cuda", 0), limit=1) == 1
     assert _rows.fit_stages(kernel, (torch.empty(4),), {"NUM_STAGES": 3}, 4, torch.device("cpu"), limit=1) == 3
     assert kernel.compiled == []
+
+
+def test_staging_split(monkeypatch):
+    chunk_bytes = 32768
+    assert _rows.staging_split("cpu", 4096, 65536, 2, chunk_bytes // 2) is None  # the CPU: no shared memory
+    # A stand-in for a Hopper GPU with shared memory for seven chunks; the CPU counts 4 SMs.
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 7 * chunk_bytes)
+    assert _rows.staging_split("cpu", 4096, 65536, 2, chunk_bytes // 2) == (4, 0)
+    assert _rows.staging_split("cpu", 4096, 65536, 4, chunk_bytes // 4) == (7, 1)  # the last chunk in registers
+    assert _rows.staging_split("cpu", 4096, 40960, 4, chunk_bytes // 4) == (5, 0)
+    assert _rows.staging_split("cpu", 4, 256, 4, chunk_bytes // 4) == (1, 0)
+    # Rows that need two chunks in registers, bytes other than 2 and 4, runs cut short, fewer rows than SMs.
+    for n_rows, n_cols, itemsize in ((4096, 9 * 8192, 4), (4096, 4096, 1), (4096, 4096, 8), (4096, 65536 - 8, 2),
+                                     (3, 65536, 2)):
+        assert _rows.staging_split("cpu", n_rows, n_cols, itemsize, chunk_bytes // itemsize) is None
+

@@ -369,20 +369,26 @@ def test_plan_paths_and_packing():
     # Fewer rows than SMs (4 on the CPU): rows are split into chunks that keep every SM busy.
 
 
-def test_plan_stages_long_16_bit_rows_where_it_can(monkeypatch):
+def test_plan_stages_long_rows_where_it_can(monkeypatch):
     h, f = torch.float16, torch.float32
     assert softmax_plan(4096, STAGED_MAX_N, h).path == "online"  # the CPU: no shared memory to stage in
-    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: True)
-    for dtype in (h, torch.bfloat16):
+    # A stand-in for a Hopper GPU: shared memory for seven chunks of 32 KB.
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 7 * 32768)
+    for dtype, held in ((h, 0), (torch.bfloat16, 0), (f, 1)):
         plan = softmax_plan(4096, STAGED_MAX_N, dtype)
-        chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
-        assert (plan.path, plan.chunks, plan.chunk_n, plan.num_warps, plan.grid) == (
-            "staged", STAGED_MAX_N // chunk, chunk, STAGED_WARPS, 4)  # one program per SM (4 on the CPU)
+        chunk = STAGED_CHUNK_ROWS * STAGED_VIEW * 2 // dtype.itemsize  # 32 KB
+        assert (plan.path, plan.chunks, plan.held, plan.chunk_n, plan.num_warps, plan.grid) == (
+            "staged", STAGED_MAX_N // chunk, held, chunk, STAGED_WARPS, 4)  # one program per SM (4 on the CPU)
     runs = MAX_FUSED_N // STAGED_VIEW + 1  # a last chunk of one run
     assert softmax_plan(4096, runs * STAGED_VIEW, h).chunks == -(-runs // STAGED_CHUNK_ROWS)
-    # Everything else keeps its path: float32, the backward, rows too long or not a multiple of the
-    # runs, fewer rows than SMs, and any knob.
+    assert softmax_plan(4096, runs * STAGED_VIEW, f).held == 0  # 5 chunks of float32: all in shared memory
+    # With room for five chunks only, a float32 row of 65536 would hold three in registers: online.
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 5 * 32768)
     assert softmax_plan(4096, STAGED_MAX_N, f).path == "online"
+    assert softmax_plan(4096, STAGED_MAX_N, h).held == 0
+    # Everything else keeps its path: the backward, rows too long or not a multiple of the runs,
+    # fewer rows than SMs, and any knob.
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: True)
     assert softmax_plan(4096, STAGED_MAX_N, h, "bwd").path == "online"
     assert softmax_plan(4096, STAGED_MAX_N + STAGED_VIEW, h).path == "online"
     assert softmax_plan(4096, STAGED_MAX_N - 8, h).path == "online"
@@ -536,20 +542,25 @@ def test_offsets_past_2_31_elements(rows, cols):
 
 
 @gpu_only
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 def test_staged_rows(dtype):
-    # 16-bit rows of 32769-65536 columns on Hopper: copied into shared memory in chunks. A full ring
-    # of chunks, a ragged last chunk (129 runs of 256), rows padded in memory, more rows than
+    # Rows of 32769-65536 columns on Hopper: copied into shared memory in chunks; the last chunk of
+    # a float32 row of more than 7 chunks (57345 columns on) held in registers. A full ring of
+    # chunks, a ragged last chunk (129 and 253 runs of 256), rows padded in memory, more rows than
     # programs (each program reuses its slots), rows of -inf, and huge values.
     cuda = torch.device("cuda")
     hopper = _rows.can_stage_rows(cuda, STAGED_MAX_N * 2)
     rows = 2 * runtime.sm_count(cuda) + 3
-    for cols, stride in ((STAGED_MAX_N, STAGED_MAX_N), (129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (40960, 41216)):
+    for cols, stride in ((STAGED_MAX_N, STAGED_MAX_N), (129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (40960, 41216),
+                         (253 * STAGED_VIEW, 253 * STAGED_VIEW + 64)):
         x = random_tensor((rows, stride), dtype, cuda)[:, :cols]
         x[1] = float("-inf")
         x[2, 7:] = float("-inf")
         x[3, ::5] = 3e4
-        assert softmax_plan(rows, cols, dtype, "fwd", cuda).path == ("staged" if hopper else "online")
+        x[4, -3:] = 3e4  # the largest values in the last chunk, held in registers for long float32 rows
+        plan = softmax_plan(rows, cols, dtype, "fwd", cuda)
+        assert plan.path == ("staged" if hopper else "online")
+        assert plan.held == (1 if hopper and dtype == torch.float32 and cols > 7 * 8192 else 0)
         y = softmax(x)
         assert torch.isnan(y[1]).all() and not torch.isnan(y[[0, *range(2, rows)]]).any()
         ref = _ref(x)

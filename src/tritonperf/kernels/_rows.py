@@ -18,8 +18,10 @@ whose compiled kernel fits.
 Rows too long for registers but short enough for shared memory can be *staged* on Hopper: the
 TMA copies a row into a ring of shared-memory chunks, the program reads it from there as often as
 it needs, and the copy of its next row into a chunk starts as soon as every warp has read that
-chunk for the last time. Memory then sees each row once. Those kernels are written in Gluon
-(plain Triton decides by itself what goes to shared memory); the helpers below are what they share.
+chunk for the last time. Where shared memory cannot take a whole row (float32 rows of 65536), its
+last chunk is *held*: loaded straight into registers, ahead of time, and kept there for both passes.
+Memory then sees each row once. Those kernels are written in Gluon (plain Triton decides by itself
+what goes to shared memory); the helpers below are what they share.
 """
 
 from __future__ import annotations
@@ -124,20 +126,33 @@ def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
             and row_bytes + 1024 <= runtime.shared_memory_per_block(device))
 
 
-def staging_fits(device: torch.device | str | None, n_rows: int, n_cols: int, itemsize: int, chunk: int) -> bool:
-    """Whether a staged kernel takes ``n_rows`` rows of ``n_cols`` elements of ``itemsize`` bytes,
-    copied in chunks of ``chunk`` elements: 16-bit rows, a whole number of ``STAGED_VIEW`` runs,
-    at least as many rows as SMs (the grid is one program per SM), and a row's chunks that
-    :func:`can_stage_rows` accepts on ``device``."""
+#: Chunks of a staged row that a program may hold in registers when shared memory cannot take
+#: them all: the row's last ones, read with plain loads (see :func:`load_held`).
+MAX_HELD_CHUNKS = 1
+
+
+def staging_split(device: torch.device | str | None, n_rows: int, n_cols: int, itemsize: int,
+                  chunk: int) -> tuple[int, int] | None:
+    """How a staged kernel holds ``n_rows`` rows of ``n_cols`` elements of ``itemsize`` bytes,
+    in chunks of ``chunk`` elements: ``(chunks in shared memory, chunks held in registers)``, or
+    None where it cannot take them. It takes 16- and 32-bit rows of a whole number of
+    ``STAGED_VIEW`` runs, at least as many rows as SMs (the grid is one program per SM), whose
+    chunks :func:`can_stage_rows` accepts on ``device``, all but at most ``MAX_HELD_CHUNKS``
+    of them."""
     device = torch.device(device if device is not None else "cpu")
-    return (itemsize == 2 and n_cols % STAGED_VIEW == 0 and n_rows >= runtime.sm_count(device)
-            and can_stage_rows(device, cdiv(n_cols, chunk) * chunk * itemsize))
+    if itemsize not in (2, 4) or n_cols % STAGED_VIEW or n_rows < runtime.sm_count(device):
+        return None
+    chunks = cdiv(n_cols, chunk)
+    for held in range(min(MAX_HELD_CHUNKS, chunks - 1) + 1):
+        if can_stage_rows(device, (chunks - held) * chunk * itemsize):
+            return chunks - held, held
+    return None
 
 
 def stageable(rows: torch.Tensor) -> bool:
-    """Whether the TMA can copy the 16-bit ``(M, N)`` matrix ``rows`` (unit column stride) in runs
-    of ``STAGED_VIEW``: N a multiple of the run, rows and base on 16 bytes."""
-    return (rows.element_size() == 2 and rows.shape[1] % STAGED_VIEW == 0
+    """Whether the TMA can copy the 16- or 32-bit ``(M, N)`` matrix ``rows`` (unit column stride)
+    in runs of ``STAGED_VIEW``: N a multiple of the run, rows and base on 16 bytes."""
+    return (rows.element_size() in (2, 4) and rows.shape[1] % STAGED_VIEW == 0
             and rows.stride(0) * rows.element_size() % 16 == 0 and rows.data_ptr() % 16 == 0)
 
 
@@ -147,15 +162,15 @@ def staged_descriptor(rows: torch.Tensor, chunk_runs: int) -> GluonTensorDescrip
     chunk along its runs, 16 bytes each, which touches every bank once)."""
     m, n = rows.shape
     runs = rows.as_strided((m, n // STAGED_VIEW, STAGED_VIEW), (rows.stride(0), STAGED_VIEW, 1))
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=3)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * rows.element_size(), rank=3)
     return GluonTensorDescriptor(runs, list(runs.shape), list(runs.stride()), [1, chunk_runs, STAGED_VIEW], layout)
 
 
 @gluon.constexpr_function
-def chunk_layout(warps):
-    # How a staged kernel's threads hold a chunk [runs, STAGED_VIEW]: 8 consecutive elements (16
-    # bytes of a 16-bit row) a thread, a warp along a run, the warps down the runs.
-    return gl.BlockedLayout([1, 8], [1, 32], [warps, 1], [1, 0])
+def chunk_layout(warps, bits):
+    # How a staged kernel's threads hold a chunk [runs, STAGED_VIEW] of `bits`-bit elements: 16
+    # consecutive bytes a thread, a warp along a run, the warps down the runs.
+    return gl.BlockedLayout([1, 128 // bits], [1, 32], [warps, 1], [1, 0])
 
 
 @gluon.jit
@@ -196,3 +211,13 @@ def release_chunk(x_desc, buf, ready, row, c, n_rows):
     gl.thread_barrier()
     fence_async_shared()  # the warps' reads come before the copy engine's write
     stage_chunk(x_desc, buf, ready, row, c, n_rows)
+
+
+@gluon.jit
+def load_held(x_ptr, row, n_rows, x_row_stride, cols, n_cols, other: gl.constexpr):
+    # A held chunk: columns `cols` of row `row` (nothing past the last row) read straight into
+    # registers as float32, `other` past n_cols. Issued a row ahead, it is waited for only where
+    # the next row first uses it.
+    mask = (cols < n_cols) & (row < n_rows)
+    x = gl.load(x_ptr + row.to(gl.int64) * x_row_stride + cols, mask=mask, other=other, eviction_policy="evict_first")
+    return x.to(gl.float32)

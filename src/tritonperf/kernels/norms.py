@@ -42,13 +42,14 @@ from ._rows import (
     compile_key,
     fit_stages,
     launch,
+    load_held,
     open_ring,
     read_chunk,
     release_chunk,
     row_align,
     stageable,
     staged_descriptor,
-    staging_fits,
+    staging_split,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -312,19 +313,39 @@ def norm_fwd_tiled_kernel(
 
 
 @gluon.jit
+def _rms_weight(w_ptr, cols, N, HAS_W: gl.constexpr):
+    # The weights at columns `cols`, in their own dtype until used (1 without weights).
+    if HAS_W:
+        w = gl.load(w_ptr + cols, mask=cols < N, other=0.0)
+    else:
+        w = gl.full(cols.shape, 1.0, gl.float32, layout=cols.type.layout)
+    return w
+
+
+@gluon.jit
+def _rms_staged_out(y_row, x, w, cols, N, rstd):
+    gl.store(y_row + cols, (x * rstd * w.to(gl.float32)).to(y_row.dtype.element_ty), mask=cols < N)
+
+
+@gluon.jit
 def rms_norm_fwd_staged_kernel(
-    x_desc, y_ptr, w_ptr, rstd_ptr, M, N, stride_y, eps, HAS_W: gl.constexpr, CHUNKS: gl.constexpr, WARPS: gl.constexpr,
+    x_desc, x_ptr, y_ptr, w_ptr, rstd_ptr, M, N, stride_x, stride_y, eps,
+    HAS_W: gl.constexpr, CHUNKS: gl.constexpr, HELD: gl.constexpr, WARPS: gl.constexpr,
 ):
-    # RMS norm of 16-bit rows staged in shared memory (see _rows.py), a persistent grid of one
-    # program per SM, rows pid, pid + programs, ... The first pass over the staged row sums x²
-    # lane-wise (the copy filled the runs past N with zeros, which add nothing); the second writes y
-    # and hands each slot over to the next row's copy.
+    # RMS norm of rows staged in shared memory (see _rows.py), a persistent grid of one program per
+    # SM, rows pid, pid + programs, ... The row's chunks sit in CHUNKS slots, and with HELD its last
+    # one in registers. The first pass sums x² lane-wise (the copy filled the runs past N with
+    # zeros, which add nothing); the second writes y, loads the next row's held chunk and hands each
+    # slot over to the next row's copy. The weights come from L2, a chunk ahead of their use.
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
     W: gl.constexpr = x_desc.block_type.shape[2]
-    layout: gl.constexpr = chunk_layout(WARPS)
+    layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
     pid = gl.program_id(0)
     step = gl.num_programs(0)
     buf, ready, offs = open_ring(x_desc, CHUNKS, pid, M, layout)
+    held_cols = CHUNKS * CHUNK_R * W + offs
+    if HELD:
+        held = load_held(x_ptr, pid, M, stride_x, held_cols, N, 0.0)
     phase = 0
     for row in range(pid, M, step):
         s = gl.zeros([CHUNK_R, W], gl.float32, layout)
@@ -332,16 +353,26 @@ def rms_norm_fwd_staged_kernel(
             mbarrier.wait(ready.index(c), phase)
             x = read_chunk(buf, c, layout)
             s += x * x
+        if HELD:
+            s += held * held
+            w = _rms_weight(w_ptr, held_cols, N, HAS_W)
+        else:
+            w = _rms_weight(w_ptr, offs, N, HAS_W)
         rstd = gl.rsqrt(gl.sum(gl.sum(s, axis=1), axis=0) / N + eps)
         y_row = y_ptr + row.to(gl.int64) * stride_y
+        if HELD:
+            w_next = _rms_weight(w_ptr, offs, N, HAS_W)
+            _rms_staged_out(y_row, held, w, held_cols, N, rstd)
+            held = load_held(x_ptr, row + step, M, stride_x, held_cols, N, 0.0)
+            w = w_next
         for c in gl.static_range(CHUNKS):
             cols = c * CHUNK_R * W + offs
-            mask = cols < N
-            y = read_chunk(buf, c, layout) * rstd
-            if HAS_W:
-                y = y * gl.load(w_ptr + cols, mask=mask, other=0.0).to(gl.float32)
-            gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+            if c + 1 < CHUNKS:
+                w_next = _rms_weight(w_ptr, cols + CHUNK_R * W, N, HAS_W)
+            _rms_staged_out(y_row, read_chunk(buf, c, layout), w, cols, N, rstd)
             release_chunk(x_desc, buf, ready, row + step, c, M)
+            if c + 1 < CHUNKS:
+                w = w_next
         gl.store(rstd_ptr + row, rstd)
         phase ^= 1
 
@@ -780,8 +811,10 @@ class NormConfig:
         tiled: True when rows are streamed through tiles rather than held in registers.
         reload: register path: read each tile again, from cache, after each row reduction
             instead of holding it in registers across them.
-        staged: RMS norm's forward: rows copied whole into shared memory (``FWD_STAGED_N``),
+        staged: RMS norm's forward: rows copied into shared memory (``FWD_STAGED_N``),
             ``block_n`` elements a copy, one program per SM.
+        held: staged: chunks of a row (its last) held in registers instead, where shared memory
+            cannot take them all (see :func:`~tritonperf.kernels._rows.staging_split`).
     """
 
     block_n: int
@@ -792,6 +825,7 @@ class NormConfig:
     tiled: bool = False
     reload: bool = False
     staged: bool = False
+    held: int = 0
 
 
 def _power_of_two(name: str, value: int) -> None:
@@ -851,7 +885,7 @@ def norm_config(
     tile read each row again after each reduction (``reload``) in the forward for the
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
     On a Hopper GPU, with no knob given, RMS norm's forward stages 16-bit rows of ``FWD_STAGED_N``
-    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_fits`).
+    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_split`).
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -862,10 +896,12 @@ def norm_config(
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
-    chunk = FWD_STAGED_CHUNK_RUNS * STAGED_VIEW
-    if (direction == "fwd" and rms and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]
-            and staging_fits(device, M, N, itemsize, chunk)):
-        return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True)
+    chunk = FWD_STAGED_CHUNK_RUNS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
+    staging = staging_split(device, M, N, itemsize, chunk) if (
+        direction == "fwd" and rms and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]) else None
+    if staging:
+        return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True,
+                          held=staging[1])
     if direction == "fwd":
         table, tiled_default = FWD_CONFIGS, FWD_TILED
     else:
@@ -998,8 +1034,9 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     b = bias.contiguous() if bias is not None else x2
     if cfg.staged and stageable(x2):
         rms_norm_fwd_staged_kernel[(cfg.programs,)](
-            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), y2, w, rstd, m, n, y2.stride(0), float(eps),
-            HAS_W=weight is not None, CHUNKS=cdiv(n, cfg.block_n), WARPS=cfg.num_warps, num_warps=cfg.num_warps)
+            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), x2, y2, w, rstd, m, n, x2.stride(0), y2.stride(0),
+            float(eps), HAS_W=weight is not None, CHUNKS=cdiv(n, cfg.block_n) - cfg.held, HELD=cfg.held > 0,
+            WARPS=cfg.num_warps, num_warps=cfg.num_warps)
         return y, mean, rstd
     if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the tiled path, as a knob asks
         cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, block_n=FWD_TILED[0])

@@ -39,13 +39,14 @@ from ._rows import (
     aligned,
     chunk_layout,
     launch,
+    load_held,
     open_ring,
     read_chunk,
     release_chunk,
     row_align,
     stageable,
     staged_descriptor,
-    staging_fits,
+    staging_split,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -410,38 +411,55 @@ _LOG2E = gl.constexpr(1.4426950408889634)
 
 
 @gluon.jit
-def softmax_fwd_staged_kernel(x_desc, y_ptr, n_rows, n_cols, y_row_stride, CHUNKS: gl.constexpr, WARPS: gl.constexpr):
+def _staged_stats(m, s, x):
+    # One chunk of pass 1, as _online_stats: a running maximum m (one number), lane-wise sums s of exp(x - m).
+    m_new = gl.maximum(m, gl.max(gl.max(x, axis=1), axis=0))
+    ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # while only -inf has been seen, s stays 0
+    s = s * gl.exp2((m - ref) * _LOG2E) + gl.exp2((x - ref) * _LOG2E)
+    return m_new, s
+
+
+@gluon.jit
+def softmax_fwd_staged_kernel(x_desc, x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, CHUNKS: gl.constexpr,
+                              HELD: gl.constexpr, WARPS: gl.constexpr):
     # A persistent grid, one program per SM, rows pid, pid + programs, ... Each row is staged in
-    # CHUNKS slots (see _rows.py): pass 1 reads them for the maximum and the sum, pass 2 reads them
-    # again, writes y and hands each slot over to the next row's copy.
+    # CHUNKS slots (see _rows.py), and with HELD its last chunk is held in registers: pass 1 reads
+    # them for the maximum and the sum, pass 2 reads them again, writes y, loads the next row's held
+    # chunk and hands each slot over to the next row's copy.
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
     W: gl.constexpr = x_desc.block_type.shape[2]
-    layout: gl.constexpr = chunk_layout(WARPS)
+    layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
     pid = gl.program_id(0)
     step = gl.num_programs(0)
     # offs: columns within a chunk; past n_cols the copy filled zeros, read as -inf.
     buf, ready, offs = open_ring(x_desc, CHUNKS, pid, n_rows, layout)
+    held_cols = CHUNKS * CHUNK_R * W + offs
+    if HELD:
+        held = load_held(x_ptr, pid, n_rows, x_row_stride, held_cols, n_cols, float("-inf"))
     phase = 0
     for row in range(pid, n_rows, step):
-        # Pass 1, as _online_stats: a running maximum m (one number), lane-wise sums of exp(x - m).
         m = gl.max(gl.full([CHUNK_R], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout)), axis=0)
         s = gl.zeros([CHUNK_R, W], gl.float32, layout)
         for c in gl.static_range(CHUNKS):
             mbarrier.wait(ready.index(c), phase)
             cols = c * CHUNK_R * W + offs
-            x = gl.where(cols < n_cols, read_chunk(buf, c, layout), float("-inf"))
-            m_new = gl.maximum(m, gl.max(gl.max(x, axis=1), axis=0))
-            ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # while only -inf has been seen, s stays 0
-            s = s * gl.exp2((m - ref) * _LOG2E) + gl.exp2((x - ref) * _LOG2E)
-            m = m_new
-        # As _normalizer: a row of only -inf ends as NaN, as in torch.
+            m, s = _staged_stats(m, s, gl.where(cols < n_cols, read_chunk(buf, c, layout), float("-inf")))
+        if HELD:
+            m, s = _staged_stats(m, s, held)
+        # As _normalizer: a row of only -inf ends as NaN, as in torch. x - shift is taken before
+        # the scaling by log2(e): x * log2(e) - shift * log2(e) in one fused multiply-add loses the
+        # low bits of large inputs (3e4 in float32: a relative error of 5e-4 in y).
         dead = m == float("-inf")
-        shift = gl.where(dead, 0.0, m) * _LOG2E
+        shift = gl.where(dead, 0.0, m)
         inv = gl.where(dead, float("nan"), 1.0 / gl.where(dead, 1.0, gl.sum(gl.sum(s, axis=1), axis=0)))
         y_row = y_ptr + row.to(gl.int64) * y_row_stride
+        if HELD:
+            y = gl.exp2((held - shift) * _LOG2E) * inv
+            gl.store(y_row + held_cols, y.to(y_ptr.dtype.element_ty), mask=held_cols < n_cols)
+            held = load_held(x_ptr, row + step, n_rows, x_row_stride, held_cols, n_cols, float("-inf"))
         for c in gl.static_range(CHUNKS):
             cols = c * CHUNK_R * W + offs
-            y = gl.exp2(read_chunk(buf, c, layout) * _LOG2E - shift) * inv
+            y = gl.exp2((read_chunk(buf, c, layout) - shift) * _LOG2E) * inv
             gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < n_cols)
             release_chunk(x_desc, buf, ready, row + step, c, n_rows)
         phase ^= 1
@@ -558,6 +576,8 @@ class SoftmaxPlan:
             (N otherwise).
         reload: fused, one row a program: read the row again from cache after each row reduction
             instead of holding it in registers (see ``RELOAD_BLOCKS``).
+        held: staged: of the ``chunks``, how many (the last) are held in registers instead of
+            shared memory (see :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
     """
 
     path: Path
@@ -569,6 +589,7 @@ class SoftmaxPlan:
     chunks: int = 1
     chunk_n: int = 0
     reload: bool = False
+    held: int = 0
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -646,7 +667,7 @@ def softmax_plan(
 
     The forward of 16-bit rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a
     multiple of ``STAGED_VIEW``, with at least as many rows as SMs, takes the staged path on a
-    Hopper GPU (:func:`~tritonperf.kernels._rows.staging_fits`) unless a knob is given: knobs
+    Hopper GPU (:func:`~tritonperf.kernels._rows.staging_split`) unless a knob is given: knobs
     describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
@@ -674,9 +695,11 @@ def softmax_plan(
         return SoftmaxPlan("fused", block_n, rows, warps, stages, grid, 1, n_cols, reload)
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
-    chunk = STAGED_CHUNK_ROWS * STAGED_VIEW
-    if direction == "fwd" and not pinned and n_cols <= STAGED_MAX_N and staging_fits(device, n_rows, n_cols, itemsize, chunk):
-        return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, cdiv(n_cols, chunk), chunk)
+    chunk = STAGED_CHUNK_ROWS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
+    staging = None if direction != "fwd" or pinned or n_cols > STAGED_MAX_N else staging_split(
+        device, n_rows, n_cols, itemsize, chunk)
+    if staging:
+        return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, sum(staging), chunk, held=staging[1])
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
     stages = num_stages or ONLINE_NUM_STAGES
@@ -751,7 +774,8 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
                plan.num_warps, fit=fit)
     elif plan.path == "staged":
         desc = staged_descriptor(x2, plan.chunk_n // STAGED_VIEW)
-        softmax_fwd_staged_kernel[(plan.grid,)](desc, y2, n_rows, n_cols, y2.stride(0), CHUNKS=plan.chunks,
+        softmax_fwd_staged_kernel[(plan.grid,)](desc, x2, y2, n_rows, n_cols, *strides,
+                                                CHUNKS=plan.chunks - plan.held, HELD=plan.held > 0,
                                                 WARPS=plan.num_warps, num_warps=plan.num_warps)
     elif plan.path == "online":
         launch(softmax_fwd_online_kernel, (plan.grid,), (x2, y2, n_rows, n_cols, *strides),
