@@ -113,6 +113,7 @@ def launch(kernel, grid: tuple[int, ...], args: Sequence, consts: dict, num_warp
 #: A staged row is seen as runs of this many elements: a TMA block is at most 256 elements a side.
 STAGED_VIEW = 256
 _tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_shared
+_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # named barrier from triton 3.8 on
 
 
 def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
@@ -208,7 +209,7 @@ def read_chunk(buf, c, layout):
 @gluon.jit
 def release_chunk(x_desc, buf, ready, row, c, n_rows):
     # Every warp has read slot c of this row for the last time: start copying chunk c of `row` into it.
-    gl.thread_barrier()
+    _barrier()
     fence_async_shared()  # the warps' reads come before the copy engine's write
     stage_chunk(x_desc, buf, ready, row, c, n_rows)
 

@@ -13,9 +13,10 @@ Four ways through a row, chosen by :func:`softmax_plan`:
   the second writes the output; it finds part of the row still in L2.
 * ``"split"``: the online method when there are fewer rows than SMs: each row is cut into chunks
   handled by separate programs, whose partial (maximum, sum) pairs are combined by the writers.
-* ``"staged"`` (forward, 16-bit rows that fit in shared memory, Hopper): a row too long for
-  registers is copied whole into shared memory by the TMA and read twice from there, so memory
-  sees it once. A Gluon kernel: plain Triton gives no hold on shared memory.
+* ``"staged"`` (forward, Hopper): a row too long for registers, up to 65536 columns, is copied
+  into shared memory by the TMA and read twice from there, so memory sees it once (a float32 row
+  of 65536, 256 KB, keeps its last 32 KB in registers instead). A Gluon kernel: plain Triton gives
+  no hold on shared memory.
 
 The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the first three paths.
 """
@@ -540,9 +541,9 @@ ONLINE_NUM_STAGES = 3
 # whose rows are twice the bytes (y and dy), was 10% faster with one (float16, an interleaved
 # comparison the same day; within 1% in float32).
 ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
-# Staged path (forward, 16-bit, Hopper): rows of MAX_FUSED_N < N <= STAGED_MAX_N columns, N a
-# multiple of STAGED_VIEW, copied into shared memory in chunks of STAGED_CHUNK_ROWS runs of
-# STAGED_VIEW elements (16384 elements, 32 KB), in programs of STAGED_WARPS warps. A TMA block is
+# Staged path (forward, Hopper): rows of MAX_FUSED_N < N <= STAGED_MAX_N columns, N a multiple of
+# STAGED_VIEW, copied into shared memory in chunks of 32 KB (STAGED_CHUNK_ROWS runs of STAGED_VIEW
+# 16-bit elements; half as many float32 runs), in programs of STAGED_WARPS warps. A TMA block is
 # at most 256 elements a side, hence the runs. Interleaved runs (triton 3.6, torch 2.11, 2026-11-24,
 # bfloat16, 4096 rows of 65536, fractions of the copy ceiling, online path in parentheses): on an
 # NVIDIA H200, chunks of 64 runs in 16 warps 0.880 (0.653), 32 runs in 8 warps 0.812, 32 in 16
@@ -550,6 +551,11 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 # (0.631). Each chunk costs a barrier wait and a reduction across the program's warps: the bigger
 # the chunk, the fewer. On an NVIDIA H100 80GB HBM3 (same day, both 16-bit dtypes, 4096 and 16384
 # rows of 65536 and 4096 of 40960) these defaults ran at 0.91-0.96 (0.71-0.75).
+# Float32 rows (H200, a later run the same day): 4096 x 40960 (five chunks) 0.91-0.92 (0.77);
+# 4096 x 65536, seven chunks staged and the eighth held in registers, 0.905-0.914 (0.733-0.738).
+# The 16-bit rows ran as before (bfloat16 4096 x 65536 0.877-0.883), though pass 2 now takes
+# exp2((x - max) * log2(e)) rather than exp2(x * log2(e) - max * log2(e)), a subtraction more
+# an element: in float32 the latter left relative errors of 5e-4 at inputs of 3e4.
 STAGED_MAX_N = 65536
 STAGED_CHUNK_ROWS = 64
 STAGED_WARPS = 16
@@ -665,7 +671,7 @@ def softmax_plan(
         split: online path: chunks per row (default: 1 when there are at least as many rows as
             SMs, otherwise enough chunks for about two programs per SM).
 
-    The forward of 16-bit rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a
+    The forward of rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a
     multiple of ``STAGED_VIEW``, with at least as many rows as SMs, takes the staged path on a
     Hopper GPU (:func:`~tritonperf.kernels._rows.staging_split`) unless a knob is given: knobs
     describe the Triton kernels.
@@ -808,8 +814,8 @@ def softmax(
 
     Rows are the product of the leading dimensions. Rows of up to ``max_fused_n`` elements (by
     default 32768) are held in registers and read once; longer rows, of any length, are streamed
-    twice (online softmax), except 16-bit rows of up to 65536 on a Hopper GPU, which are copied
-    into shared memory and read from memory once (see :func:`softmax_plan`). A row of only
+    twice (online softmax), except rows of up to 65536 on a Hopper GPU, which are copied into
+    shared memory and read from memory once (see :func:`softmax_plan`). A row of only
     ``-inf`` gives NaN, as in torch; large magnitudes cannot overflow. When ``x`` requires a
     gradient, the backward pass runs :func:`softmax_backward`'s kernels.
 
