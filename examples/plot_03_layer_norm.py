@@ -190,27 +190,31 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   against 4205 GB/s; H200, triton 3.6, torch 2.11, 2026-11-22). Unrolled, it ran at 0.98 of
 #   it, and at 4096 x 65536 1.17 times as fast, in the recorded results of 2026-11-23 (made
 #   before the change of shift described below).
-# * **Rows staged in shared memory.** On Hopper, rows of 32769 to 65536 columns skip the second
-#   read from L2: the TMA copies each row into shared memory and every pass reads it there, as in
-#   the softmax lesson's staged path (a Gluon kernel, ``norm_fwd_staged_kernel``; a float32 row
-#   of 65536 keeps its last chunk in registers). The weights and biases are read from L2 a chunk
-#   ahead of their use. Loaded where used, they held RMS norm at 0.72 of the copy ceiling in
-#   float32 (4096 x 65536) and 0.88 in bfloat16; a chunk ahead, 0.90 and 0.91, against 0.73 and
-#   0.81 for the two passes over tiles in the same run (H200, triton 3.6, torch 2.11,
-#   2026-11-24). Layer norm reads the staged row twice for its statistics (the sum, then the
-#   squares about the mean). That pays in float32 (0.88 against 0.77), but not in 16-bit (bfloat16
-#   0.835 against 0.842): with half the bytes per element for the same arithmetic and reads of
-#   shared memory, the work per byte sets the pace, so its 16-bit rows stay on the tiled path.
+# * **Rows staged in shared memory.** On Hopper, RMS norm's rows of 32769 to 65536 columns skip
+#   the second read from L2: the TMA copies each row into shared memory and both passes read it
+#   there, as in the softmax lesson's staged path (a Gluon kernel, ``rms_norm_fwd_staged_kernel``;
+#   a float32 row of 65536 keeps its last chunk in registers). The weights are read from L2 a
+#   chunk ahead of their use. Loaded where used, they held the kernel at 0.72 of the copy ceiling
+#   in float32 (4096 x 65536) and 0.88 in bfloat16; a chunk ahead, 0.90 and 0.91, against 0.73
+#   and 0.81 for the two passes over tiles in the same run (H200, triton 3.6, torch 2.11,
+#   2026-11-24).
+# * **What holds layer norm back on long rows.** Every row reads the whole weight and bias again
+#   from L2: in float32, twice the bytes of the row itself. Staged like RMS norm, float32 layer
+#   norm ran at 0.74 of the ceiling at 4096 x 65536, no faster than the tiled path (0.75). Passed
+#   the weight tensor as its bias too, so that the two streams are one, the same kernel ran at
+#   0.87, and without a bias at 0.90; the tiled 16-bit forward shows the same (bfloat16: 0.76,
+#   0.84, 0.88). Layer norm keeps the tiled path; a kernel that applies one load of the weights
+#   and biases to several rows is the way on.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
 #
 # RMS norm is the same kernel compiled with ``RMS=True``: the constant removes the mean and the
-# bias from the code, so each norm gets its own machine code with no run-time branch. The staged
-# kernel of the last item is built the same way:
+# bias from the code, so each norm gets its own machine code with no run-time branch. Its staged
+# forward, with the weights a chunk ahead:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
-#    :pyobject: norm_fwd_staged_kernel
+#    :pyobject: rms_norm_fwd_staged_kernel
 #
 # One pass for the variance
 # -------------------------

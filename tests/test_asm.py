@@ -105,13 +105,12 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
 
 @needs_cuda_compiler
 @pytest.mark.parametrize("kernel, dtype", [("softmax", torch.bfloat16), ("softmax", torch.float32),
-                                           ("rms_norm", torch.bfloat16), ("rms_norm", torch.float32),
-                                           ("layer_norm", torch.float32)], ids=str)
+                                           ("rms_norm", torch.bfloat16), ("rms_norm", torch.float32)], ids=str)
 def test_staged_forwards_fit_and_move_16_bytes_at_a_time(monkeypatch, request, kernel, dtype):
     # The staged forwards of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in allows the
     # 227 KB a program may have): the staged chunks fit in shared memory, a float32 row holds its
     # eighth chunk in registers, each staged chunk is copied by the TMA at two places (the ring's
-    # first row, then a row ahead), and every global load (held chunks, weights, biases) and store
+    # first row, then a row ahead), and every global load (held chunks, weights) and store
     # of y moves 16 bytes a thread.
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
     norms.norm_config.cache_clear()  # configurations are cached: none made with the stand-in may stay
@@ -125,12 +124,11 @@ def test_staged_forwards_fit_and_move_16_bytes_at_a_time(monkeypatch, request, k
                                                        "x_row_stride": "i32", "y_row_stride": "i32"}
         consts = {}
     else:
-        cfg = norms.norm_config(4096, 65536, "fwd", "cpu", itemsize=dtype.itemsize, rms=kernel == "rms_norm")
+        cfg = norms.norm_config(4096, 65536, "fwd", "cpu", itemsize=dtype.itemsize, rms=True)
         chunk, held, warps = cfg.block_n, cfg.held, cfg.num_warps
-        fn, sig = norms.norm_fwd_staged_kernel, {**common, "w_ptr": "*" + ty, "b_ptr": "*" + ty, "mean_ptr": "*fp32",
-                                                 "rstd_ptr": "*fp32", "M": "i32", "N": "i32", "stride_x": "i32",
-                                                 "stride_y": "i32", "eps": "fp32"}
-        consts = {"RMS": kernel == "rms_norm", "HAS_W": True, "HAS_B": kernel == "layer_norm"}
+        fn, sig = norms.rms_norm_fwd_staged_kernel, {**common, "w_ptr": "*" + ty, "rstd_ptr": "*fp32", "M": "i32",
+                                                     "N": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
+        consts = {"HAS_W": True}
     assert held == (1 if dtype == torch.float32 else 0) and chunk * dtype.itemsize == 32768
     staged = 65536 // chunk - held
     desc = _rows.staged_descriptor(torch.empty(8, 65536, dtype=dtype), chunk // _rows.STAGED_VIEW)
@@ -141,9 +139,9 @@ def test_staged_forwards_fit_and_move_16_bytes_at_a_time(monkeypatch, request, k
     assert asm.count(c.ptx, r"\bcp\.async\.bulk\.tensor") == 2 * staged
     assert asm.count(c.ptx, asm.WIDE_GLOBAL_LOAD) == asm.count(c.ptx, asm.GLOBAL_LOAD)
     assert asm.count(c.ptx, asm.GLOBAL_LOAD) > 0 or (kernel == "softmax" and not held)
-    # y's stores, 16 bytes each; the statistics' (one number a row) are the only narrow ones.
+    # y's stores, 16 bytes each; RMS norm's rstd (one number a row) is the only narrow one.
     narrow = asm.count(c.ptx, asm.GLOBAL_STORE) - asm.count(c.ptx, asm.WIDE_GLOBAL_STORE)
-    assert narrow == {"softmax": 0, "rms_norm": 1, "layer_norm": 2}[kernel]
+    assert narrow == {"softmax": 0, "rms_norm": 1}[kernel]
 
 
 @needs_cuda_compiler

@@ -471,18 +471,17 @@ def test_offsets_past_2_31_elements(norm):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("norm", NORMS)
 def test_staged_forward(norm, dtype):
-    # Rows of 32769-65536 columns on Hopper, staged in shared memory (layer norm's in float32
-    # only), the last chunk of a float32 row of more than 7 chunks held in registers: ragged last
-    # chunks (129 and 253 runs; layer norm's variance leaves out the zeros the copy pads them
-    # with), rows padded in memory, more rows than programs, a large mean, float32 parameters.
-    # Layer norm's 16-bit rows take the tiled path on the same inputs.
+    # RMS norm's rows of 32769-65536 columns on Hopper, staged in shared memory, the last chunk of
+    # a float32 row of more than 7 chunks held in registers: ragged last chunks (129 and 253 runs),
+    # rows padded in memory, more rows than programs, a large mean, float32 parameters. Layer norm
+    # takes the tiled path on the same inputs.
     cuda = torch.device("cuda")
     rows = 2 * runtime.sm_count(cuda) + 3
     hopper = _rows.can_stage_rows(cuda, FWD_STAGED_N[1] * 2)
     for cols, stride in ((129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (FWD_STAGED_N[1], FWD_STAGED_N[1]),
                          (253 * STAGED_VIEW, 253 * STAGED_VIEW + 64)):
         cfg = norm_config(rows, cols, "fwd", cuda, itemsize=dtype.itemsize, rms=norm == "rms_norm")
-        assert cfg.staged == (hopper and (norm == "rms_norm" or dtype == torch.float32))
+        assert cfg.staged == (hopper and norm == "rms_norm")
         assert cfg.held == (1 if cfg.staged and dtype == torch.float32 and cols > 7 * 8192 else 0)
         x = (10000 + random_tensor((rows, stride), torch.float32, cuda)).to(dtype)[:, :cols]
         for param_dtype in (dtype, torch.float32):
@@ -500,13 +499,14 @@ def test_staged_forward_config(monkeypatch, request):
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 7 * 32768)
     norm_config.cache_clear()  # configurations are cached: drop those made without the stand-in
     request.addfinalizer(norm_config.cache_clear)  # ... and those made with it
-    for itemsize, rms, held in ((2, True, 0), (4, True, 1), (4, False, 1)):
-        cfg = norm_config(4096, n, "fwd", "cpu", itemsize=itemsize, rms=rms)
+    for itemsize, held in ((2, 0), (4, 1)):
+        cfg = norm_config(4096, n, "fwd", "cpu", itemsize=itemsize, rms=True)
         assert cfg.staged and (cfg.block_n, cfg.held, cfg.num_warps, cfg.programs) == (
             FWD_STAGED_CHUNK_RUNS * STAGED_VIEW * 2 // itemsize, held, FWD_STAGED_WARPS, 4)  # a program per SM
-    # Layer norm's 16-bit rows, the backward, rows of FWD_STAGED_N[0] columns or fewer, too long or
-    # not a multiple of the runs, fewer rows than SMs, and any knob keep their paths.
-    for args, kwargs in [((4096, n, "fwd"), dict(rms=False)), ((4096, n, "bwd"), {}), ((4096, FWD_STAGED_N[0], "fwd"), {}),
+    # Layer norm, the backward, rows of FWD_STAGED_N[0] columns or fewer, too long or not a
+    # multiple of the runs, fewer rows than SMs, and any knob keep their paths.
+    for args, kwargs in [((4096, n, "fwd"), dict(rms=False)), ((4096, n, "fwd"), dict(rms=False, itemsize=4)),
+                         ((4096, n, "bwd"), {}), ((4096, FWD_STAGED_N[0], "fwd"), {}),
                          ((4096, n + STAGED_VIEW, "fwd"), {}), ((4096, n - 8, "fwd"), {}), ((3, n, "fwd"), {}),
                          ((4096, n, "fwd"), dict(num_warps=8))]:
         assert not norm_config(*args, "cpu", **({"itemsize": 2, "rms": True} | kwargs)).staged
@@ -595,11 +595,11 @@ def test_streamed_forward_configs(device):
 
 
 def test_forward_grid(device):
-    # One program per tile by default, for rows held in registers and for streamed rows alike
-    # (staged rows, on Hopper: one per SM); `programs` asks for a persistent grid.
+    # One program per tile by default, for rows held in registers and for streamed rows alike;
+    # `programs` asks for a persistent grid.
     for n, itemsize in [(256, 2), (5000, 2), (16384, 4), (16385, 2), (65536, 4), (300_000, 4)]:
         cfg = norm_config(4096, n, "fwd", device, itemsize=itemsize)
-        assert cfg.programs == (runtime.sm_count(device) if cfg.staged else -(-4096 // cfg.rows))
+        assert cfg.programs == -(-4096 // cfg.rows)
     assert norm_config(4096, 65536, "fwd", device).tiled
     assert norm_config(4096, 256, "fwd", device, itemsize=2, programs=3).programs == 3  # the knob wins
     assert norm_config(4096, 65536, "fwd", device, programs=3).programs == 3

@@ -313,39 +313,32 @@ def norm_fwd_tiled_kernel(
 
 
 @gluon.jit
-def _staged_param(p_ptr, cols, N, HAS: gl.constexpr, ABSENT: gl.constexpr):
-    # A weight or bias at columns `cols`, in its own dtype until used (ABSENT where there is none).
-    if HAS:
-        p = gl.load(p_ptr + cols, mask=cols < N, other=0.0)
+def _rms_weight(w_ptr, cols, N, HAS_W: gl.constexpr):
+    # The weights at columns `cols`, in their own dtype until used (1 without weights).
+    if HAS_W:
+        w = gl.load(w_ptr + cols, mask=cols < N, other=0.0)
     else:
-        p = gl.full(cols.shape, ABSENT, gl.float32, layout=cols.type.layout)
-    return p
+        w = gl.full(cols.shape, 1.0, gl.float32, layout=cols.type.layout)
+    return w
 
 
 @gluon.jit
-def _staged_out(y_row, x, mean, rstd, w, b, cols, N, RMS: gl.constexpr):
-    if RMS:
-        xhat = x * rstd
-    else:
-        xhat = (x - mean) * rstd
-    y = xhat * w.to(gl.float32) + b.to(gl.float32)
-    gl.store(y_row + cols, y.to(y_row.dtype.element_ty), mask=cols < N)
+def _rms_staged_out(y_row, x, w, cols, N, rstd):
+    gl.store(y_row + cols, (x * rstd * w.to(gl.float32)).to(y_row.dtype.element_ty), mask=cols < N)
 
 
 @gluon.jit
-def norm_fwd_staged_kernel(
-    x_desc, x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, M, N, stride_x, stride_y, eps,
-    RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, CHUNKS: gl.constexpr, HELD: gl.constexpr,
-    WARPS: gl.constexpr,
+def rms_norm_fwd_staged_kernel(
+    x_desc, x_ptr, y_ptr, w_ptr, rstd_ptr, M, N, stride_x, stride_y, eps,
+    HAS_W: gl.constexpr, CHUNKS: gl.constexpr, HELD: gl.constexpr, WARPS: gl.constexpr,
 ):
-    # Layer or RMS norm of rows staged in shared memory (see _rows.py), a persistent grid of one
-    # program per SM, rows pid, pid + programs, ... The row's chunks sit in CHUNKS slots, and with
-    # HELD its last one in registers. Layer norm reads the staged row twice for its statistics (the
-    # sum, then the squares about the mean), RMS norm once (the squares); the copy filled the runs
-    # past N with zeros, which add nothing to a sum. The last pass writes y, loads the next row's
-    # held chunk and hands each slot over to the next row's copy. Weights and biases come from L2 a
-    # chunk ahead of their use: loaded where used, the RMS norm forward of float32 rows of 65536
-    # ran at 0.72 of the copy ceiling instead of 0.90 (H200).
+    # RMS norm of rows staged in shared memory (see _rows.py), a persistent grid of one program per
+    # SM, rows pid, pid + programs, ... The row's chunks sit in CHUNKS slots, and with HELD its last
+    # one in registers. The first pass sums x² lane-wise (the copy filled the runs past N with
+    # zeros, which add nothing); the second writes y, loads the next row's held chunk and hands each
+    # slot over to the next row's copy. The weights come from L2 a chunk ahead of their use:
+    # loaded where used, the forward of float32 rows of 65536 ran at 0.72 of the copy ceiling
+    # instead of 0.90 (H200).
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
     W: gl.constexpr = x_desc.block_type.shape[2]
     CHUNK: gl.constexpr = CHUNK_R * W
@@ -356,64 +349,33 @@ def norm_fwd_staged_kernel(
     held_cols = CHUNKS * CHUNK + offs
     if HELD:
         held = load_held(x_ptr, pid, M, stride_x, held_cols, N, 0.0)
-    last_cols = offs  # the columns of the last pass's first chunk
-    if HELD:
-        last_cols = held_cols
     phase = 0
     for row in range(pid, M, step):
         s = gl.zeros([CHUNK_R, W], gl.float32, layout)
         for c in gl.static_range(CHUNKS):
             mbarrier.wait(ready.index(c), phase)
             x = read_chunk(buf, c, layout)
-            if RMS:
-                s += x * x
-            else:
-                s += x
+            s += x * x
         if HELD:
-            if RMS:
-                s += held * held
-            else:
-                s += held
-        mean = gl.sum(gl.sum(s, axis=1), axis=0) / N
-        if RMS:
-            var = mean
+            s += held * held
+            w = _rms_weight(w_ptr, held_cols, N, HAS_W)
         else:
-            # Only the row's last chunk can run past N (N is a whole number of runs): its padding
-            # is masked out, the other chunks need no mask.
-            s = gl.zeros([CHUNK_R, W], gl.float32, layout)
-            for c in gl.static_range(CHUNKS):
-                d = read_chunk(buf, c, layout) - mean
-                if not HELD:
-                    if c == CHUNKS - 1:
-                        d = gl.where(c * CHUNK + offs < N, d, 0.0)
-                s += d * d
-            if HELD:
-                d = gl.where(held_cols < N, held - mean, 0.0)
-                s += d * d
-            var = gl.sum(gl.sum(s, axis=1), axis=0) / N
-        w = _staged_param(w_ptr, last_cols, N, HAS_W, 1.0)
-        b = _staged_param(b_ptr, last_cols, N, HAS_B, 0.0)
-        rstd = gl.rsqrt(var + eps)
+            w = _rms_weight(w_ptr, offs, N, HAS_W)
+        rstd = gl.rsqrt(gl.sum(gl.sum(s, axis=1), axis=0) / N + eps)
         y_row = y_ptr + row.to(gl.int64) * stride_y
         if HELD:
-            w_next = _staged_param(w_ptr, offs, N, HAS_W, 1.0)
-            b_next = _staged_param(b_ptr, offs, N, HAS_B, 0.0)
-            _staged_out(y_row, held, mean, rstd, w, b, held_cols, N, RMS)
+            w_next = _rms_weight(w_ptr, offs, N, HAS_W)
+            _rms_staged_out(y_row, held, w, held_cols, N, rstd)
             held = load_held(x_ptr, row + step, M, stride_x, held_cols, N, 0.0)
             w = w_next
-            b = b_next
         for c in gl.static_range(CHUNKS):
             cols = c * CHUNK + offs
             if c + 1 < CHUNKS:
-                w_next = _staged_param(w_ptr, cols + CHUNK, N, HAS_W, 1.0)
-                b_next = _staged_param(b_ptr, cols + CHUNK, N, HAS_B, 0.0)
-            _staged_out(y_row, read_chunk(buf, c, layout), mean, rstd, w, b, cols, N, RMS)
+                w_next = _rms_weight(w_ptr, cols + CHUNK, N, HAS_W)
+            _rms_staged_out(y_row, read_chunk(buf, c, layout), w, cols, N, rstd)
             release_chunk(x_desc, buf, ready, row + step, c, M)
             if c + 1 < CHUNKS:
                 w = w_next
-                b = b_next
-        if not RMS:
-            gl.store(mean_ptr + row, mean)
         gl.store(rstd_ptr + row, rstd)
         phase ^= 1
 
@@ -800,25 +762,25 @@ FWD_MAX_UNROLLED_TILES = 16
 # RMS norm 4193 against 3425 (4189); layer norm 3239 against 3185 (3719), 3508 in 16 warps. In
 # bfloat16 the tiled path was faster (layer norm 3562 against 3009 held).
 FWD_FLOAT32_LONG = (24576, 32768)
-# Rows of FWD_STAGED_N[0] < N <= FWD_STAGED_N[1] columns (N a multiple of STAGED_VIEW, at least as
-# many rows as SMs, on Hopper, no knob given), of the element sizes of FWD_STAGED_ITEMSIZES, are
-# staged in shared memory by norm_fwd_staged_kernel, in chunks of 32 KB (FWD_STAGED_CHUNK_RUNS runs
-# of 16-bit elements) in FWD_STAGED_WARPS warps, as the staged softmax; a float32 row of 65536 holds
-# its eighth chunk in registers. Interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-24,
-# fractions of the copy ceiling, the tiled path in parentheses), RMS norm: bfloat16 4096 x 65536
-# 0.884 (0.811), 16384 x 65536 0.915 (0.821); float16 0.886 (0.811), 0.918 (0.823); on an NVIDIA
-# H100 80GB HBM3 (same day, 4096 x 65536) bfloat16 0.937 (0.806), float16 0.940 (0.814). Chunks of
-# 32 runs in 8 warps ran at 0.71 on the H200 (bfloat16, 4096 x 65536). At 4096 x 32768 the staged
-# kernel lost (bfloat16 0.79 against 0.97).
-# Loading each chunk's weights a chunk ahead of their use (a later run, same day) took RMS norm from
-# 0.88 to 0.91 in both 16-bit dtypes and, at 4096 float32 rows, from 0.72 to 0.90 (65536 columns,
-# one chunk held) and 0.71 to 0.91 (40960). With it layer norm, which reads the staged row twice for
-# its statistics, gained in float32 only: 4096 x 65536 0.879 (0.771), 4096 x 40960 0.902 (0.810);
-# bfloat16 4096 x 65536 0.835 (0.842), 16384 x 65536 0.877 (0.866), float16 4096 x 65536 0.854
-# (0.858). A 16-bit element brings half the bytes of a float32 one for the same arithmetic and
-# reads of shared memory, so there the work per byte, not memory, sets the pace.
+# RMS norm's rows of FWD_STAGED_N[0] < N <= FWD_STAGED_N[1] columns (N a multiple of STAGED_VIEW, at
+# least as many rows as SMs, on Hopper, no knob given) are staged in shared memory by
+# rms_norm_fwd_staged_kernel, in chunks of 32 KB (FWD_STAGED_CHUNK_RUNS runs of 16-bit elements) in
+# FWD_STAGED_WARPS warps, as the staged softmax; a float32 row of 65536 holds its eighth chunk in
+# registers. Interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-24, fractions of the copy
+# ceiling, the tiled path in parentheses): bfloat16 4096 x 65536 0.884 (0.811), 16384 x 65536 0.915
+# (0.821); float16 0.886 (0.811), 0.918 (0.823); on an NVIDIA H100 80GB HBM3 (same day, 4096 x
+# 65536) bfloat16 0.937 (0.806), float16 0.940 (0.814). Chunks of 32 runs in 8 warps ran at 0.71 on
+# the H200 (bfloat16, 4096 x 65536). At 4096 x 32768 the staged kernel lost (bfloat16 0.79 against
+# 0.97). Loading each chunk's weights a chunk ahead of their use (a later run, same day) took it
+# from 0.88 to 0.91 in both 16-bit dtypes and, at 4096 float32 rows, from 0.72 to 0.90 (65536
+# columns, one chunk held; tiled 0.73) and from 0.71 to 0.91 (40960; tiled 0.78).
+# Layer norm, staged the same way with its statistics from two reads of the staged row and its
+# weights and biases a chunk ahead, did not gain where it has a bias of its own (float32, 4096 x
+# 65536, 0.739 against 0.748 tiled; 40960 0.787 against 0.767). Each row reads the weight and the
+# bias again from L2, as many bytes as x itself in float32: with the bias tensor the weight tensor
+# itself the staged kernel ran at 0.872, without a bias at 0.895. The 16-bit tiled path shows the
+# same (bfloat16 4096 x 65536: 0.763, 0.835 with the bias the weight, 0.880 without).
 FWD_STAGED_N = (32768, 65536)
-FWD_STAGED_ITEMSIZES = {True: (2, 4), False: (4,)}  # by RMS: bytes per element
 FWD_STAGED_CHUNK_RUNS = 64
 FWD_STAGED_WARPS = 16
 BWD_TILED = (2048, 1, 4)
@@ -859,8 +821,8 @@ class NormConfig:
         tiled: True when rows are streamed through tiles rather than held in registers.
         reload: register path: read each tile again, from cache, after each row reduction
             instead of holding it in registers across them.
-        staged: the forward: rows copied into shared memory (``FWD_STAGED_N``,
-            ``FWD_STAGED_ITEMSIZES``), ``block_n`` elements a copy, one program per SM.
+        staged: RMS norm's forward: rows copied into shared memory (``FWD_STAGED_N``),
+            ``block_n`` elements a copy, one program per SM.
         held: staged: chunks of a row (its last) held in registers instead, where shared memory
             cannot take them all (see :func:`~tritonperf.kernels._rows.staging_split`).
     """
@@ -932,9 +894,8 @@ def norm_config(
     bytes per element of ``x``. Rows one to a
     tile read each row again after each reduction (``reload``) in the forward for the
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
-    On a Hopper GPU, with no knob given, the forward stages rows of ``FWD_STAGED_N`` columns in
-    shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_split`): RMS norm's
-    16-bit and float32 rows, layer norm's float32 ones (``FWD_STAGED_ITEMSIZES``).
+    On a Hopper GPU, with no knob given, RMS norm's forward stages rows of ``FWD_STAGED_N``
+    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_split`).
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -947,8 +908,7 @@ def norm_config(
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
     chunk = FWD_STAGED_CHUNK_RUNS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
     staging = staging_split(device, M, N, itemsize, chunk) if (
-        direction == "fwd" and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]
-        and itemsize in FWD_STAGED_ITEMSIZES[rms]) else None
+        direction == "fwd" and rms and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]) else None
     if staging:
         return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True,
                           held=staging[1])
@@ -1083,10 +1043,10 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     w = weight.contiguous() if weight is not None else x2
     b = bias.contiguous() if bias is not None else x2
     if cfg.staged and stageable(x2):
-        norm_fwd_staged_kernel[(cfg.programs,)](
-            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), x2, y2, w, b, mean, rstd, m, n, x2.stride(0),
-            y2.stride(0), float(eps), RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None,
-            CHUNKS=cdiv(n, cfg.block_n) - cfg.held, HELD=cfg.held > 0, WARPS=cfg.num_warps, num_warps=cfg.num_warps)
+        rms_norm_fwd_staged_kernel[(cfg.programs,)](
+            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), x2, y2, w, rstd, m, n, x2.stride(0), y2.stride(0),
+            float(eps), HAS_W=weight is not None, CHUNKS=cdiv(n, cfg.block_n) - cfg.held, HELD=cfg.held > 0,
+            WARPS=cfg.num_warps, num_warps=cfg.num_warps)
         return y, mean, rstd
     if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the tiled path, as a knob asks
         cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, block_n=FWD_TILED[0])
