@@ -779,7 +779,12 @@ FWD_FLOAT32_LONG = (24576, 32768)
 # 65536, 0.739 against 0.748 tiled; 40960 0.787 against 0.767). Each row reads the weight and the
 # bias again from L2, as many bytes as x itself in float32: with the bias tensor the weight tensor
 # itself the staged kernel ran at 0.872, without a bias at 0.895. The 16-bit tiled path shows the
-# same (bfloat16 4096 x 65536: 0.763, 0.835 with the bias the weight, 0.880 without).
+# same (bfloat16 4096 x 65536: 0.763, 0.835 with the bias the weight, 0.880 without). A tiled
+# forward that took rows a group at a time ([rows, block_n] tiles, one load of the weights and
+# biases for the group) lost at every setting tried (a later run the same day, bfloat16 4096 x
+# 65536, 8192-column tiles in 16 warps unless said: one row 0.773, two 0.743, two in 32 warps
+# 0.714, two of 4096 columns 0.657, four of 4096 0.600; float32 one row 0.747, two 0.581; bfloat16
+# 4096 x 16384, 2048-column tiles: one row 0.877, two 0.637) and was not kept.
 FWD_STAGED_N = (32768, 65536)
 FWD_STAGED_CHUNK_RUNS = 64
 FWD_STAGED_WARPS = 16
