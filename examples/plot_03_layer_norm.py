@@ -204,9 +204,9 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   the weight tensor as its bias too, so that the two streams are one, the same kernel ran at
 #   0.87, and without a bias at 0.90; the tiled 16-bit forward shows the same (bfloat16: 0.76,
 #   0.84, 0.88). Layer norm keeps the tiled path. Taking rows two or four at a time, so that
-#   one load of the weights and biases serves them all, did not help: in the same setting,
-#   bfloat16 4096 x 65536 ran at 0.74 with two rows a step against 0.77 with one, and lower with
-#   narrower tiles (0.60 with four rows of 4096 columns).
+#   one load of the weights and biases serves them all, did not help: in a later run the same
+#   day, bfloat16 4096 x 65536 ran at 0.74 with two rows a step against 0.77 with one, and lower
+#   with narrower tiles (0.60 with four rows of 4096 columns).
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
