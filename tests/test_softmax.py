@@ -369,6 +369,19 @@ def test_plan_paths_and_packing():
     # Fewer rows than SMs (4 on the CPU): rows are split into chunks that keep every SM busy.
 
 
+def test_plan_caps_registers_where_measured():
+    # 16-bit forward rows of one to a program in 8 warps (4096-8191 columns) are capped so that five
+    # programs fit on an SM (FUSED_MAX_REGISTERS); nothing else is.
+    for dtype in (torch.float16, torch.bfloat16):
+        for n_cols in (4096, 5120, 8191):
+            plan = softmax_plan(4096, n_cols, dtype)
+            assert (plan.path, plan.rows_per_program, plan.num_warps, plan.max_registers) == ("fused", 1, 8, 48)
+        for n_cols in (2560, 8192, 1000):  # 4 and 16 warps, short rows packed
+            assert softmax_plan(4096, n_cols, dtype).max_registers is None
+        assert softmax_plan(4096, 5120, dtype, "bwd").max_registers is None
+    assert softmax_plan(4096, 5120, torch.float32).max_registers is None
+
+
 def test_plan_stages_long_rows_where_it_can(monkeypatch):
     h, f = torch.float16, torch.float32
     assert softmax_plan(4096, STAGED_MAX_N, h).path == "online"  # the CPU: no shared memory to stage in

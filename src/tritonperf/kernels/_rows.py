@@ -99,14 +99,17 @@ def fit_stages(kernel, args: Sequence, consts: dict, num_warps: int, device: tor
     return _FITTED[key]
 
 
-def launch(kernel, grid: tuple[int, ...], args: Sequence, consts: dict, num_warps: int, *, fit: bool = True) -> None:
+def launch(kernel, grid: tuple[int, ...], args: Sequence, consts: dict, num_warps: int, *, fit: bool = True,
+           max_registers: int | None = None) -> None:
     """``kernel[grid](*args, **consts, num_warps=num_warps)``, with ``NUM_STAGES`` lowered by
     :func:`fit_stages` first when ``fit`` (pass False when the caller chose the stage count: then a
-    count that does not fit is Triton's error to report)."""
+    count that does not fit is Triton's error to report), and with at most ``max_registers``
+    registers a thread when given (Triton's ``maxnreg``)."""
     if fit:
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
         consts = {**consts, "NUM_STAGES": fit_stages(kernel, args, consts, num_warps, device)}
-    kernel[grid](*args, **consts, num_warps=num_warps)
+    options = {"maxnreg": max_registers} if max_registers else {}
+    kernel[grid](*args, **consts, num_warps=num_warps, **options)
 
 
 # -- rows staged in shared memory (Gluon, Hopper) ------------------------------------------------------

@@ -530,6 +530,15 @@ BWD_RELOAD_COLUMNS_PER_WARP = 256
 # 512 columns lost up to 13% (forward float32 512: 2664 against 3060).
 FUSED_ROWS = {1024: 2}  # BLOCK_N: rows per program
 MAX_ROWS_PER_PROGRAM = 64
+# A cap on the registers a thread of the fused forward may take (Triton's maxnreg), by (direction,
+# bytes per element, warps), for programs of one row. The compiler gave the bfloat16 forward of
+# rows of 4097-8191 columns 50 registers a thread (float16: 48); registers are handed out by 8, so
+# an SM then holds four programs of 8 warps instead of five (ncu, H200, 4096 x 5120: achieved
+# occupancy 45.5% against 56.7%). Capped at 48, interleaved on an H200 (triton 3.6, torch 2.11,
+# 2026-11-24, fractions of the copy ceiling, uncapped in parentheses): bfloat16 4096 x 4352 0.685
+# (0.627), 5120 0.749 (0.677), 6144 0.837 (0.782), 7168 0.887 (0.844), 16384 x 5120 0.859 (0.777);
+# float16 and rows of 4096 within 0.5%.
+FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
 # Online path, from a sweep on an H200 (tiles of 4096 or 8192, 8 or 16 warps, 2 or 3 stages): 8192-wide
 # tiles, 3 stages, 16 warps forward and 8 backward were best or within noise of it at every long shape.
 ONLINE_TILE_N = 8192
@@ -584,6 +593,8 @@ class SoftmaxPlan:
             instead of holding it in registers (see ``RELOAD_BLOCKS``).
         held: staged: of the ``chunks``, how many (the last) are held in registers instead of
             shared memory (see :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
+        max_registers: fused: registers a thread may take at most (``FUSED_MAX_REGISTERS``), or
+            None for the compiler's choice.
     """
 
     path: Path
@@ -596,6 +607,7 @@ class SoftmaxPlan:
     chunk_n: int = 0
     reload: bool = False
     held: int = 0
+    max_registers: int | None = None
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -698,7 +710,8 @@ def softmax_plan(
         programs_per_sm = programs_per_sm or (1 if prefetch else None)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         stages = num_stages or (PREFETCH_STAGES if prefetch else 1)
-        return SoftmaxPlan("fused", block_n, rows, warps, stages, grid, 1, n_cols, reload)
+        cap = FUSED_MAX_REGISTERS.get((direction, itemsize, warps)) if rows == 1 else None
+        return SoftmaxPlan("fused", block_n, rows, warps, stages, grid, 1, n_cols, reload, max_registers=cap)
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
     chunk = STAGED_CHUNK_ROWS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
@@ -777,7 +790,7 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
         launch(softmax_fwd_kernel, (plan.grid,), (x2, y2, n_rows, n_cols, *strides),
                consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
                          "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
-               plan.num_warps, fit=fit)
+               plan.num_warps, fit=fit, max_registers=plan.max_registers)
     elif plan.path == "staged":
         desc = staged_descriptor(x2, plan.chunk_n // STAGED_VIEW)
         softmax_fwd_staged_kernel[(plan.grid,)](desc, x2, y2, n_rows, n_cols, *strides,
@@ -901,7 +914,7 @@ def softmax_backward(
         launch(softmax_bwd_kernel, (plan.grid,), (y2, dy2, dx2, n_rows, n_cols, *strides),
                consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
                          "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
-               plan.num_warps, fit=fit)
+               plan.num_warps, fit=fit, max_registers=plan.max_registers)
     elif plan.path == "online":
         launch(softmax_bwd_online_kernel, (plan.grid,), (y2, dy2, dx2, n_rows, n_cols, *strides),
                consts | {"TILE_N": plan.block_n}, plan.num_warps, fit=fit)
