@@ -105,13 +105,14 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
 
 @needs_cuda_compiler
 @pytest.mark.parametrize("kernel, dtype", [("softmax", torch.bfloat16), ("softmax", torch.float32),
-                                           ("rms_norm", torch.bfloat16), ("rms_norm", torch.float32)], ids=str)
-def test_staged_forwards_fit_and_move_16_bytes_at_a_time(monkeypatch, request, kernel, dtype):
-    # The staged forwards of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in allows the
-    # 227 KB a program may have): the staged chunks fit in shared memory, a float32 row holds its
-    # eighth chunk in registers, each staged chunk is copied by the TMA at two places (the ring's
-    # first row, then a row ahead), and every global load (held chunks, weights) and store
-    # of y moves 16 bytes a thread.
+                                           ("softmax_bwd", torch.bfloat16), ("rms_norm", torch.bfloat16),
+                                           ("rms_norm", torch.float32)], ids=str)
+def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, kernel, dtype):
+    # The staged kernels of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in allows the
+    # 227 KB a program may have): the staged chunks fit in shared memory, a float32 row (and the
+    # 16-bit backward's pair of rows) holds its eighth chunk in registers, each staged chunk is
+    # copied by the TMA at two places (the ring's first row, then a row ahead), and every global
+    # load (held chunks, weights) and store of the output moves 16 bytes a thread.
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
     norms.norm_config.cache_clear()  # configurations are cached: none made with the stand-in may stay
     request.addfinalizer(norms.norm_config.cache_clear)
@@ -123,25 +124,33 @@ def test_staged_forwards_fit_and_move_16_bytes_at_a_time(monkeypatch, request, k
         fn, sig = softmax.softmax_fwd_staged_kernel, {**common, "n_rows": "i32", "n_cols": "i32",
                                                        "x_row_stride": "i32", "y_row_stride": "i32"}
         consts = {}
+    elif kernel == "softmax_bwd":
+        plan = softmax.softmax_plan(4096, 65536, dtype, "bwd")
+        chunk, held, warps = plan.chunk_n, plan.held, plan.num_warps
+        fn, sig = softmax.softmax_bwd_staged_kernel, {"dy_ptr": "*" + ty, "dx_ptr": "*" + ty, "n_rows": "i32",
+                                                       "n_cols": "i32", "dy_row_stride": "i32", "dx_row_stride": "i32"}
+        consts = {}
     else:
         cfg = norms.norm_config(4096, 65536, "fwd", "cpu", itemsize=dtype.itemsize, rms=True)
         chunk, held, warps = cfg.block_n, cfg.held, cfg.num_warps
         fn, sig = norms.rms_norm_fwd_staged_kernel, {**common, "w_ptr": "*" + ty, "rstd_ptr": "*fp32", "M": "i32",
                                                      "N": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
         consts = {"HAS_W": True}
-    assert held == (1 if dtype == torch.float32 else 0) and chunk * dtype.itemsize == 32768
-    staged = 65536 // chunk - held
-    desc = _rows.staged_descriptor(torch.empty(8, 65536, dtype=dtype), chunk // _rows.STAGED_VIEW)
-    c = asm.compile_for_hopper(fn, {"x_desc": mangle_type(desc), **sig},
-                               {**consts, "CHUNKS": staged, "HELD": held > 0, "WARPS": warps}, num_warps=warps,
-                               divisible_by_16=[k for k in sig if k != "eps"])
+    tensors = 2 if kernel == "softmax_bwd" else 1
+    assert held == (1 if dtype == torch.float32 or tensors == 2 else 0) and chunk * dtype.itemsize == 32768
+    staged = tensors * 65536 // chunk - held
+    desc = mangle_type(_rows.staged_descriptor(torch.empty(8, 65536, dtype=dtype), chunk // _rows.STAGED_VIEW))
+    descs = {"y_desc": desc, "dy_desc": desc} if tensors == 2 else {"x_desc": desc}
+    chunks = 65536 // chunk if tensors == 2 else staged  # the backward's CHUNKS counts a row of one tensor
+    c = asm.compile_for_hopper(fn, {**descs, **sig}, {**consts, "CHUNKS": chunks, "HELD": held > 0, "WARPS": warps},
+                               num_warps=warps, divisible_by_16=[k for k in sig if k != "eps"])
     assert staged * chunk * dtype.itemsize <= c.shared_bytes <= 227 * 1024
     assert asm.count(c.ptx, r"\bcp\.async\.bulk\.tensor") == 2 * staged
     assert asm.count(c.ptx, asm.WIDE_GLOBAL_LOAD) == asm.count(c.ptx, asm.GLOBAL_LOAD)
     assert asm.count(c.ptx, asm.GLOBAL_LOAD) > 0 or (kernel == "softmax" and not held)
     # y's stores, 16 bytes each; RMS norm's rstd (one number a row) is the only narrow one.
     narrow = asm.count(c.ptx, asm.GLOBAL_STORE) - asm.count(c.ptx, asm.WIDE_GLOBAL_STORE)
-    assert narrow == {"softmax": 0, "rms_norm": 1}[kernel]
+    assert narrow == {"softmax": 0, "softmax_bwd": 0, "rms_norm": 1}[kernel]
 
 
 @needs_cuda_compiler

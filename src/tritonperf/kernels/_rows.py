@@ -136,17 +136,17 @@ MAX_HELD_CHUNKS = 1
 
 
 def staging_split(device: torch.device | str | None, n_rows: int, n_cols: int, itemsize: int,
-                  chunk: int) -> tuple[int, int] | None:
+                  chunk: int, tensors: int = 1) -> tuple[int, int] | None:
     """How a staged kernel holds ``n_rows`` rows of ``n_cols`` elements of ``itemsize`` bytes,
-    in chunks of ``chunk`` elements: ``(chunks in shared memory, chunks held in registers)``, or
-    None where it cannot take them. It takes 16- and 32-bit rows of a whole number of
-    ``STAGED_VIEW`` runs, at least as many rows as SMs (the grid is one program per SM), whose
-    chunks :func:`can_stage_rows` accepts on ``device``, all but at most ``MAX_HELD_CHUNKS``
-    of them."""
+    in chunks of ``chunk`` elements, of each of ``tensors`` tensors read together: ``(chunks in
+    shared memory, chunks held in registers)``, counted over the tensors, or None where it cannot
+    take them. It takes 16- and 32-bit rows of a whole number of ``STAGED_VIEW`` runs, at least
+    as many rows as SMs (the grid is one program per SM), whose chunks :func:`can_stage_rows`
+    accepts on ``device``, all but at most ``MAX_HELD_CHUNKS`` of them."""
     device = torch.device(device if device is not None else "cpu")
     if itemsize not in (2, 4) or n_cols % STAGED_VIEW or n_rows < runtime.sm_count(device):
         return None
-    chunks = cdiv(n_cols, chunk)
+    chunks = tensors * cdiv(n_cols, chunk)
     for held in range(min(MAX_HELD_CHUNKS, chunks - 1) + 1):
         if can_stage_rows(device, (chunks - held) * chunk * itemsize):
             return chunks - held, held
@@ -178,28 +178,36 @@ def chunk_layout(warps, bits):
 
 
 @gluon.jit
-def stage_chunk(x_desc, buf, ready, row, c, n_rows):
-    # Start the copy of chunk c of row `row` (none past the last row) into slot c.
+def stage_chunk(x_desc, buf, ready, row, c, slot, n_rows):
+    # Start the copy of chunk c of row `row` (none past the last row) into slot `slot`.
     CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
-    mbarrier.expect(ready.index(c), x_desc.block_type.nbytes, pred=row < n_rows)
-    _tma_load(x_desc, [row, c * CHUNK_R, 0], ready.index(c), buf.index(c), pred=row < n_rows)
+    mbarrier.expect(ready.index(slot), x_desc.block_type.nbytes, pred=row < n_rows)
+    _tma_load(x_desc, [row, c * CHUNK_R, 0], ready.index(slot), buf.index(slot), pred=row < n_rows)
+
+
+@gluon.jit
+def allocate_ring(x_desc, SLOTS: gl.constexpr, layout: gl.constexpr):
+    # The ring of a staged kernel: SLOTS slots of one chunk each and their barriers, and each
+    # element's column within a chunk, in `layout`.
+    CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
+    W: gl.constexpr = x_desc.block_type.shape[2]
+    buf = gl.allocate_shared_memory(x_desc.dtype, [SLOTS, 1, CHUNK_R, W], x_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [SLOTS, 1], mbarrier.MBarrierLayout())
+    for c in gl.static_range(SLOTS):
+        mbarrier.init(ready.index(c), count=1)
+    fence_async_shared()
+    offs = (gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, layout))[:, None] * W
+            + gl.arange(0, W, layout=gl.SliceLayout(0, layout))[None, :])
+    return buf, ready, offs
 
 
 @gluon.jit
 def open_ring(x_desc, CHUNKS: gl.constexpr, row, n_rows, layout: gl.constexpr):
-    # The ring of a staged kernel: CHUNKS slots of one chunk each and their barriers, the copy of
-    # the program's first row started, and each element's column within a chunk, in `layout`.
-    CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
-    W: gl.constexpr = x_desc.block_type.shape[2]
-    buf = gl.allocate_shared_memory(x_desc.dtype, [CHUNKS, 1, CHUNK_R, W], x_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [CHUNKS, 1], mbarrier.MBarrierLayout())
+    # The ring of a staged kernel of one tensor, chunk c in slot c, the copy of the program's first
+    # row started.
+    buf, ready, offs = allocate_ring(x_desc, CHUNKS, layout)
     for c in gl.static_range(CHUNKS):
-        mbarrier.init(ready.index(c), count=1)
-    fence_async_shared()
-    for c in gl.static_range(CHUNKS):
-        stage_chunk(x_desc, buf, ready, row, c, n_rows)
-    offs = (gl.arange(0, CHUNK_R, layout=gl.SliceLayout(1, layout))[:, None] * W
-            + gl.arange(0, W, layout=gl.SliceLayout(0, layout))[None, :])
+        stage_chunk(x_desc, buf, ready, row, c, c, n_rows)
     return buf, ready, offs
 
 
@@ -210,11 +218,12 @@ def read_chunk(buf, c, layout):
 
 
 @gluon.jit
-def release_chunk(x_desc, buf, ready, row, c, n_rows):
-    # Every warp has read slot c of this row for the last time: start copying chunk c of `row` into it.
+def release_chunk(x_desc, buf, ready, row, c, slot, n_rows):
+    # Every warp has read slot `slot` for the last time: start copying chunk c of `row` into it.
+    # (After the barrier and the fence, further slots read as long ago may go to stage_chunk.)
     _barrier()
     fence_async_shared()  # the warps' reads come before the copy engine's write
-    stage_chunk(x_desc, buf, ready, row, c, n_rows)
+    stage_chunk(x_desc, buf, ready, row, c, slot, n_rows)
 
 
 @gluon.jit

@@ -373,7 +373,7 @@ def rms_norm_fwd_staged_kernel(
             if c + 1 < CHUNKS:
                 w_next = _rms_weight(w_ptr, cols + CHUNK, N, HAS_W)
             _rms_staged_out(y_row, read_chunk(buf, c, layout), w, cols, N, rstd)
-            release_chunk(x_desc, buf, ready, row + step, c, M)
+            release_chunk(x_desc, buf, ready, row + step, c, c, M)
             if c + 1 < CHUNKS:
                 w = w_next
         gl.store(rstd_ptr + row, rstd)

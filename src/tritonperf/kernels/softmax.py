@@ -38,6 +38,7 @@ from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 from ._rows import (
     STAGED_VIEW,
     aligned,
+    allocate_ring,
     chunk_layout,
     launch,
     load_held,
@@ -45,6 +46,7 @@ from ._rows import (
     read_chunk,
     release_chunk,
     row_align,
+    stage_chunk,
     stageable,
     staged_descriptor,
     staging_split,
@@ -462,7 +464,57 @@ def softmax_fwd_staged_kernel(x_desc, x_ptr, y_ptr, n_rows, n_cols, x_row_stride
             cols = c * CHUNK_R * W + offs
             y = gl.exp2((read_chunk(buf, c, layout) - shift) * _LOG2E) * inv
             gl.store(y_row + cols, y.to(y_ptr.dtype.element_ty), mask=cols < n_cols)
-            release_chunk(x_desc, buf, ready, row + step, c, n_rows)
+            release_chunk(x_desc, buf, ready, row + step, c, c, n_rows)
+        phase ^= 1
+
+
+@gluon.jit
+def softmax_bwd_staged_kernel(y_desc, dy_desc, dy_ptr, dx_ptr, n_rows, n_cols, dy_row_stride, dx_row_stride,
+                              CHUNKS: gl.constexpr, HELD: gl.constexpr, WARPS: gl.constexpr):
+    # The backward's staged path: a persistent grid, one program per SM. A row of y and a row of dy
+    # are CHUNKS chunks each: y's in slots 0 .. CHUNKS - 1, dy's after them, except with HELD the
+    # last chunk of dy, held in registers. Pass 1 sums y * dy over the row; pass 2 writes
+    # dx = y * (dy - sum), the held chunk first (so the next row's is loaded early), then hands
+    # each slot over to the next row's copy.
+    CHUNK_R: gl.constexpr = y_desc.block_type.shape[1]
+    W: gl.constexpr = y_desc.block_type.shape[2]
+    CHUNK: gl.constexpr = CHUNK_R * W
+    DY_STAGED: gl.constexpr = CHUNKS - HELD
+    layout: gl.constexpr = chunk_layout(WARPS, y_desc.dtype.primitive_bitwidth)
+    pid = gl.program_id(0)
+    step = gl.num_programs(0)
+    buf, ready, offs = allocate_ring(y_desc, CHUNKS + DY_STAGED, layout)
+    for c in gl.static_range(CHUNKS):
+        stage_chunk(y_desc, buf, ready, pid, c, c, n_rows)
+    for c in gl.static_range(DY_STAGED):
+        stage_chunk(dy_desc, buf, ready, pid, c, CHUNKS + c, n_rows)
+    held_cols = DY_STAGED * CHUNK + offs
+    if HELD:
+        held = load_held(dy_ptr, pid, n_rows, dy_row_stride, held_cols, n_cols, 0.0)
+    phase = 0
+    for row in range(pid, n_rows, step):
+        # The copy filled the runs past n_cols with zeros in both tensors: they add nothing.
+        acc = gl.zeros([CHUNK_R, W], gl.float32, layout)
+        for c in gl.static_range(CHUNKS):
+            mbarrier.wait(ready.index(c), phase)
+            if c < DY_STAGED:
+                mbarrier.wait(ready.index(CHUNKS + c), phase)
+                acc += read_chunk(buf, c, layout) * read_chunk(buf, CHUNKS + c, layout)
+            else:
+                acc += read_chunk(buf, c, layout) * held
+        dot = gl.sum(gl.sum(acc, axis=1), axis=0)
+        dx_row = dx_ptr + row.to(gl.int64) * dx_row_stride
+        if HELD:
+            dx = read_chunk(buf, DY_STAGED, layout) * (held - dot)
+            gl.store(dx_row + held_cols, dx.to(dx_ptr.dtype.element_ty), mask=held_cols < n_cols)
+            held = load_held(dy_ptr, row + step, n_rows, dy_row_stride, held_cols, n_cols, 0.0)
+            release_chunk(y_desc, buf, ready, row + step, DY_STAGED, DY_STAGED, n_rows)
+        for c in gl.static_range(DY_STAGED):
+            cols = c * CHUNK + offs
+            dx = read_chunk(buf, c, layout) * (read_chunk(buf, CHUNKS + c, layout) - dot)
+            gl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=cols < n_cols)
+            release_chunk(y_desc, buf, ready, row + step, c, c, n_rows)
+            stage_chunk(dy_desc, buf, ready, row + step, c, CHUNKS + c, n_rows)  # read as long ago
         phase ^= 1
 
 
@@ -579,7 +631,7 @@ class SoftmaxPlan:
     Attributes:
         path: ``"fused"`` (rows in registers, one pass), ``"online"`` (two passes per row
             in one program), ``"split"`` (rows cut into ``chunks`` handled by separate programs)
-            or ``"staged"`` (rows copied whole into shared memory, ``chunks`` copies a row).
+            or ``"staged"`` (rows copied into shared memory, ``chunks`` copies a row and tensor).
         block_n: fused: columns held per row (a power of two ≥ N); online and split: tile width;
             staged: elements per chunk.
         rows_per_program: fused: rows per block (several when rows are short); 1 otherwise.
@@ -591,8 +643,9 @@ class SoftmaxPlan:
             (N otherwise).
         reload: fused, one row a program: read the row again from cache after each row reduction
             instead of holding it in registers (see ``RELOAD_BLOCKS``).
-        held: staged: of the ``chunks``, how many (the last) are held in registers instead of
-            shared memory (see :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
+        held: staged: of the ``chunks`` (of dy in the backward), how many (the last) are held in
+            registers instead of shared memory (see
+            :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
         max_registers: fused: registers a thread may take at most (``FUSED_MAX_REGISTERS``), or
             None for the compiler's choice.
     """
@@ -715,10 +768,10 @@ def softmax_plan(
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
     chunk = STAGED_CHUNK_ROWS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
-    staging = None if direction != "fwd" or pinned or n_cols > STAGED_MAX_N else staging_split(
-        device, n_rows, n_cols, itemsize, chunk)
+    staging = None if pinned or n_cols > STAGED_MAX_N else staging_split(
+        device, n_rows, n_cols, itemsize, chunk, n_tensors)
     if staging:
-        return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, sum(staging), chunk, held=staging[1])
+        return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, cdiv(n_cols, chunk), chunk, held=staging[1])
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
     stages = num_stages or ONLINE_NUM_STAGES
@@ -907,6 +960,9 @@ def softmax_backward(
     y2, dy2, dx2 = _as_rows("y", y), _as_rows("dy", dy), dx.view(-1, y.shape[-1])
     n_rows, n_cols = y2.shape
     plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, **knobs)
+    if plan.path == "staged" and not (stageable(y2) and stageable(dy2)):
+        # As in the forward: rows the copy engine cannot read take the online path.
+        plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, tile_n=ONLINE_TILE_N)
     strides = (y2.stride(0), dy2.stride(0), dx2.stride(0))
     fit = knobs["num_stages"] is None
     consts = {"NUM_STAGES": plan.num_stages, "ALIGN": row_align(n_cols, *strides)}
@@ -915,6 +971,11 @@ def softmax_backward(
                consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
                          "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
                plan.num_warps, fit=fit, max_registers=plan.max_registers)
+    elif plan.path == "staged":
+        runs = plan.chunk_n // STAGED_VIEW
+        softmax_bwd_staged_kernel[(plan.grid,)](
+            staged_descriptor(y2, runs), staged_descriptor(dy2, runs), dy2, dx2, n_rows, n_cols, dy2.stride(0),
+            dx2.stride(0), CHUNKS=plan.chunks, HELD=plan.held > 0, WARPS=plan.num_warps, num_warps=plan.num_warps)
     elif plan.path == "online":
         launch(softmax_bwd_online_kernel, (plan.grid,), (y2, dy2, dx2, n_rows, n_cols, *strides),
                consts | {"TILE_N": plan.block_n}, plan.num_warps, fit=fit)
