@@ -18,7 +18,8 @@ Four ways through a row, chosen by :func:`softmax_plan`:
   of 65536, 256 KB, keeps its last 32 KB in registers instead). A Gluon kernel: plain Triton gives
   no hold on shared memory.
 
-The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the first three paths.
+The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the same paths; it stages 16-bit
+rows only (a row of y and one of dy: 256 KB at 65536 columns, the last 32 KB in registers).
 """
 
 from __future__ import annotations
@@ -617,6 +618,12 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 # The 16-bit rows ran as before (bfloat16 4096 x 65536 0.877-0.883), though pass 2 now takes
 # exp2((x - max) * log2(e)) rather than exp2(x * log2(e) - max * log2(e)), a subtraction more
 # an element: in float32 the latter left relative errors of 5e-4 at inputs of 3e4.
+# The backward stages a row of y and one of dy in the same 32 KB chunks (16-bit only: a float32
+# pair of rows of 32769 columns or more would leave three or more chunks for registers), the last
+# chunk of dy held in registers from 49153 columns on. H200, same day, one interleaved run, y, dy
+# read and dx written against the ceiling (online path in parentheses): bfloat16 4096 x 65536
+# 0.954 (0.752), float16 0.956 (0.755); 4096 x 40960 0.931-0.932 (0.765-0.769); 16384 x 65536
+# 0.975-0.978 (0.759-0.762).
 STAGED_MAX_N = 65536
 STAGED_CHUNK_ROWS = 64
 STAGED_WARPS = 16
@@ -736,10 +743,10 @@ def softmax_plan(
         split: online path: chunks per row (default: 1 when there are at least as many rows as
             SMs, otherwise enough chunks for about two programs per SM).
 
-    The forward of rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a
-    multiple of ``STAGED_VIEW``, with at least as many rows as SMs, takes the staged path on a
-    Hopper GPU (:func:`~tritonperf.kernels._rows.staging_split`) unless a knob is given: knobs
-    describe the Triton kernels.
+    Rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a multiple of
+    ``STAGED_VIEW``, with at least as many rows as SMs, take the staged path on a Hopper GPU
+    where their chunks fit (:func:`~tritonperf.kernels._rows.staging_split`; in the backward,
+    16-bit rows) unless a knob is given: knobs describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
     sms = runtime.sm_count(torch.device(device if device is not None else "cpu"))
@@ -931,6 +938,10 @@ def softmax_backward(
     split: int | None = None,
 ) -> torch.Tensor:
     """The gradient of softmax over the last dimension: ``dx = y * (dy - sum(y * dy))``.
+
+    Rows are read as :func:`softmax` reads them: held in registers up to ``max_fused_n``
+    columns, streamed twice beyond, except 16-bit rows of up to 65536 on a Hopper GPU, whose
+    ``y`` and ``dy`` are copied into shared memory and read from memory once.
 
     Args:
         y: the forward pass's output.
