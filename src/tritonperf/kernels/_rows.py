@@ -18,8 +18,9 @@ whose compiled kernel fits.
 Rows too long for registers but short enough for shared memory can be *staged* on Hopper: the
 TMA copies a row into a ring of shared-memory chunks, the program reads it from there as often as
 it needs, and the copy of its next row into a chunk starts as soon as every warp has read that
-chunk for the last time. Where shared memory cannot take a whole row (float32 rows of 65536), its
-last chunk is *held*: loaded straight into registers, ahead of time, and kept there for both passes.
+chunk for the last time. Where shared memory cannot take a whole row (a float32 row of 65536, or
+the backward's 16-bit rows of y and dy together), the last chunk is *held*: loaded straight into
+registers, ahead of time, and kept there for both passes.
 Memory then sees each row once. Those kernels are written in Gluon (plain Triton decides by itself
 what goes to shared memory); the helpers below are what they share.
 """

@@ -603,7 +603,7 @@ ONLINE_NUM_STAGES = 3
 # whose rows are twice the bytes (y and dy), was 10% faster with one (float16, an interleaved
 # comparison the same day; within 1% in float32).
 ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
-# Staged path (forward, Hopper): rows of MAX_FUSED_N < N <= STAGED_MAX_N columns, N a multiple of
+# Staged path (Hopper): rows of MAX_FUSED_N < N <= STAGED_MAX_N columns, N a multiple of
 # STAGED_VIEW, copied into shared memory in chunks of 32 KB (STAGED_CHUNK_ROWS runs of STAGED_VIEW
 # 16-bit elements; half as many float32 runs), in programs of STAGED_WARPS warps. A TMA block is
 # at most 256 elements a side, hence the runs. Interleaved runs (triton 3.6, torch 2.11, 2026-11-24,
