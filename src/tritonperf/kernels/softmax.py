@@ -591,7 +591,9 @@ MAX_ROWS_PER_PROGRAM = 64
 # 2026-11-24, fractions of the copy ceiling, uncapped in parentheses): bfloat16 4096 x 4352 0.685
 # (0.627), 5120 0.749 (0.677), 6144 0.837 (0.782), 7168 0.887 (0.844), 16384 x 5120 0.859 (0.777);
 # float16 and rows of 4096 within 0.5%. On an NVIDIA H100 80GB HBM3 (same day): bfloat16 4096 x
-# 5120 0.883 (0.843), 7168 0.910 (0.914); float16 unchanged.
+# 5120 0.883 (0.843), 7168 0.910 (0.914); float16 unchanged. The cap helps only where it costs the
+# compiler nothing: tighter caps on the norms' forwards, each worth a program more per SM, lost
+# 3-25% (H200, same day; layer norm 4096 x 4096 at 32 registers, 0.70 against 0.81).
 FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
 # Online path, from a sweep on an H200 (tiles of 4096 or 8192, 8 or 16 warps, 2 or 3 stages): 8192-wide
 # tiles, 3 stages, 16 warps forward and 8 backward were best or within noise of it at every long shape.
