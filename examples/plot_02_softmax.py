@@ -336,9 +336,9 @@ for path, knobs in [("fused", {}), ("online", dict(max_fused_n=64, tile_n=64, sp
 # On Hopper, 16-bit rows of 32769 to 65536 columns are staged as in the forward, a row of ``y``
 # and one of ``dy`` in the same ring (``softmax_bwd_staged_kernel``). At 65536 columns the pair is
 # 256 KB: seven chunks go to shared memory and the last chunk of ``dy`` to registers. In one run
-# on the H200 (2026-11-24) that took the backward of 4096 rows of 65536 from 0.75 of the ceiling
-# (online) to 0.95 in both 16-bit dtypes. A float32 pair would leave too much for registers and
-# keeps the online path.
+# on the H200 (triton 3.6, torch 2.11, 2026-11-24) that took the backward of 4096 rows of 65536
+# from 0.75 of the ceiling (online) to 0.95 in both 16-bit dtypes. A float32 pair would leave too
+# much for registers and keeps the online path.
 #
 # :func:`~tritonperf.softmax` is differentiable through a
 # ``torch.autograd.Function``; the gradient is checked against float64 autograd:
@@ -430,8 +430,8 @@ for doc, live in results:
 # a thread and the float16 one 48. Registers are handed out 8 at a time, so 50 count as 56, and
 # an SM held four programs of 8 warps instead of five (achieved occupancy 46% against 57%). The
 # launcher now caps these programs at 48 registers (``FUSED_MAX_REGISTERS``, Triton's
-# ``maxnreg``): in one run the bfloat16 forward went from 0.68 to 0.75 of the ceiling at 5120
-# columns and from 0.84 to 0.89 at 7168, float16 did not move. The rest of the gap at 5120
+# ``maxnreg``): in one run (same GPU, versions and day) the bfloat16 forward went from 0.68 to
+# 0.75 of the ceiling at 5120 columns and from 0.84 to 0.89 at 7168, float16 did not move. The rest of the gap at 5120
 # columns is likely the padding, though this guide has not measured it apart: a row sits in a
 # block of 8192 lanes, the 3072 empty ones are computed too, and the same profile shows the
 # issue slots 69% busy (float16).
