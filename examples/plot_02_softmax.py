@@ -141,7 +141,12 @@ print("step 2 matches the reference")
 # * **more warps for longer rows**: a warp for every 512 values of the row, so that each thread
 #   holds 16 or a few more whatever ``N`` is (up to 32 warps, 1024 threads, for the longest rows
 #   held in registers). The count is taken on the real row, rounded down: a row of 5120 columns
-#   sits in a block of 8192 but gets 8 warps, not 16, and on an H200 that was 9% faster in float16;
+#   gets 8 warps, not the 16 of a block of 8192, and on an H200 that was 9% faster in float16;
+# * **a row in two blocks** when its length is not a power of two: Triton's blocks are powers of
+#   two, and a row of 5120 in one block of 8192 leaves 3072 lanes masked, which move no bytes but
+#   take every instruction and register the real ones do. The forward holds it as a block of
+#   4096 and a tail of 1024 (``_head_and_tail``), where the two are smaller than one block;
+#   compiled for sm_90, 62 registers a thread and 522 SASS lines instead of 80 and 714;
 # * **several rows per program when rows are short**: a 256-column row is 512 bytes of float16,
 #   too little for a program to keep the memory system busy, so short rows are packed into
 #   2-D blocks of about ``FUSED_ELEMENTS`` elements, with a warp per row where each thread still
@@ -183,7 +188,8 @@ print("step 2 matches the reference")
 print(f"MAX_FUSED_N = {MAX_FUSED_N}")
 for n in (256, 1024, 4096, 5120, 16384, 32768, 65536, 1 << 20):
     plan = softmax_plan(4096, n, torch.float16, "fwd", DEVICE)
-    print(f"N = {n:7}: path {plan.path:6}  block {plan.block_n:5}  rows/program {plan.rows_per_program:2}  "
+    block = f"{plan.block_n} + {plan.tail_n}" if plan.tail_n else f"{plan.block_n}"
+    print(f"N = {n:7}: path {plan.path:6}  block {block:>11}  rows/program {plan.rows_per_program:2}  "
           f"warps {plan.num_warps:2}  stages {plan.num_stages}  programs {plan.grid}")
 
 y = poisoned(shape, torch.float16, DEVICE)
@@ -431,10 +437,14 @@ for doc, live in results:
 # an SM held four programs of 8 warps instead of five (achieved occupancy 46% against 57%). The
 # launcher now caps these programs at 48 registers (``FUSED_MAX_REGISTERS``, Triton's
 # ``maxnreg``): in one run (same GPU, versions and day) the bfloat16 forward went from 0.68 to
-# 0.75 of the ceiling at 5120 columns and from 0.84 to 0.89 at 7168, float16 did not move. The rest of the gap at 5120
-# columns is likely the padding, though this guide has not measured it apart: a row sits in a
-# block of 8192 lanes, the 3072 empty ones are computed too, and the same profile shows the
-# issue slots 69% busy (float16).
+# 0.75 of the ceiling at 5120 columns and from 0.84 to 0.89 at 7168, float16 did not move. The
+# rest of the gap at 5120 columns was the padding: a row sat in a block of 8192 lanes, the 3072
+# empty ones were computed too, and the same profile showed the issue slots 69% busy (float16).
+# Held as two blocks (the bullet list above), in one interleaved run on the H200 (same versions
+# and day), 4096 rows of 5120 went from 0.78 to 0.83 of the ceiling in float16 and from 0.77 to
+# 0.83 in bfloat16, 16384 rows from 0.82 to 0.93 and from 0.86 to 0.95; 4096 rows of 10000 from
+# 0.66 to 0.83. The backward, which reads two tensors a row, moved by less than 1.5% either way
+# and keeps one block.
 #
 # Takeaways
 # ---------

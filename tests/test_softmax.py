@@ -42,13 +42,15 @@ SHAPES = [
     (3, 1),  # rows of one column: many rows packed into one program, all but one column masked
     (7,),  # rank 1: a single row, shorter than any block
     (5, 2048),  # exactly a power of two: no masked columns
-    (5, 2049),  # one column past a power of two: the block doubles and is almost half masked
+    (5, 2049),  # one column past a power of two: a block of 2048 and a tail block of one column
+    (3, 1280),  # a block of 1024 and a tail of 256, unmasked
+    (3, 1500),  # a block of 1024 and a tail of 512, partly masked
     (13, 97),  # primes: the last block of packed rows hangs past the final row
     (2, 3, 5, 33),  # rank 4: the leading dimensions flatten into 30 rows
     (1823, 781),  # odd and large: many programs, ragged rows and columns
 ] + (
     [
-        (4096, 5120),  # an LLM hidden size, the benchmark's rows
+        (4096, 5120),  # an LLM hidden size, the benchmark's rows: a block of 4096 and a tail of 1024
         (4097, MAX_FUSED_N),  # the longest row held in registers; 16-bit forward: prefetched rows, persistent grid
         (4097, MAX_FUSED_N + 1),  # the shortest row streamed by the online path
         (1000, 65536),  # online, whole tiles only; the forward's two programs per SM
@@ -339,10 +341,20 @@ def test_plan_paths_and_packing():
     assert short.num_warps == short.rows_per_program  # at least a warp per packed row
     tiny = softmax_plan(4096, 16, h)  # ... but not so many that a thread holds less than a 16-byte load
     assert tiny.rows_per_program * tiny.block_n // (32 * tiny.num_warps) == MIN_ELEMENTS_PER_THREAD
-    # Warps are counted on the real columns and rounded down: 5120 columns are held in a block of
-    # 8192 by 8 warps, as 4096 are, not by the 16 of a full 8192.
-    assert softmax_plan(4096, 5120, h).block_n == 8192
-    assert softmax_plan(4096, 5120, h).num_warps == softmax_plan(4096, 4096, h).num_warps == 8
+    # Warps are counted on the real columns and rounded down: 5120 columns are held by 8 warps, as
+    # 4096 are, not by the 16 of a full 8192; and in a block of 4096 and a tail of 1024, not in
+    # one block of 8192 of which 3072 lanes would be masked.
+    plan = softmax_plan(4096, 5120, h)
+    assert (plan.block_n, plan.tail_n) == (4096, 1024)
+    assert plan.num_warps == softmax_plan(4096, 4096, h).num_warps == 8
+    for n, blocks in ((4096, (4096, 0)), (6144, (4096, 2048)), (3000, (2048, 1024)), (7168, (8192, 0))):
+        plan = softmax_plan(4096, n, h)
+        assert (plan.block_n, plan.tail_n) == blocks, n
+        assert plan.block_n + plan.tail_n >= n
+    # The backward, rows read twice and packed short rows keep one block.
+    assert softmax_plan(4096, 5120, h, "bwd").block_n == 8192 and softmax_plan(4096, 5120, h, "bwd").tail_n == 0
+    assert softmax_plan(4096, 5120, torch.float32).reload and softmax_plan(4096, 5120, torch.float32).tail_n == 0
+    assert softmax_plan(4096, 300, h).tail_n == 0
     assert softmax_plan(4096, 8192, h).num_warps == 16
     f = torch.float32
     assert softmax_plan(4096, MAX_FUSED_N, f).path == "fused"

@@ -89,25 +89,45 @@ def _normalizer(row_max, row_sum):
 
 
 @triton.jit
-def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask, RELOAD: tl.constexpr):
+def _tail(n_cols, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr):
+    # The columns of a row's second block, BLOCK_N ... BLOCK_N + TAIL_N - 1, and which exist. Without
+    # a tail (TAIL_N == 0) a one-column stand-in that the row functions never read.
+    tail_cols = BLOCK_N + tl.arange(0, TAIL_N if TAIL_N > 0 else 1)
+    return tail_cols, tail_cols < n_cols
+
+
+@triton.jit
+def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask, tail_cols, tail_mask,
+                     RELOAD: tl.constexpr, TAIL: tl.constexpr):
     # One row held 1-D in registers, read once and written once. RELOAD reads it again, from cache,
-    # after each reduction instead of holding it across them (see RELOAD_BLOCKS).
+    # after each reduction instead of holding it across them (see RELOAD_BLOCKS). TAIL holds the
+    # columns past the first block in a second, shorter block (see _head_and_tail).
     # Columns past the end read -inf, whose exponential is 0: they add nothing to the sum.
     x_ptrs = x_ptr + row * x_row_stride + cols
     if RELOAD:
         x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_last").to(tl.float32)
     else:
         x = tl.load(x_ptrs, mask=col_mask, other=-float("inf")).to(tl.float32)
-    row_max = tl.max(x, axis=0)
+    if TAIL:
+        x_tail = tl.load(x_ptr + row * x_row_stride + tail_cols, mask=tail_mask, other=-float("inf")).to(tl.float32)
+        row_max = tl.maximum(tl.max(x, axis=0), tl.max(x_tail, axis=0))
+    else:
+        row_max = tl.max(x, axis=0)
     shift = tl.where(row_max == -float("inf"), 0.0, row_max)
     if RELOAD:
         x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_last").to(tl.float32)
     e = tl.exp(x - shift)
-    _, inv = _normalizer(row_max, tl.sum(e, axis=0))
+    row_sum = tl.sum(e, axis=0)
+    if TAIL:
+        e_tail = tl.exp(x_tail - shift)
+        row_sum += tl.sum(e_tail, axis=0)
+    _, inv = _normalizer(row_max, row_sum)
     if RELOAD:
         x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
         e = tl.exp(x - shift)
     tl.store(y_ptr + row * y_row_stride + cols, (e * inv).to(y_ptr.dtype.element_ty), mask=col_mask)
+    if TAIL:
+        tl.store(y_ptr + row * y_row_stride + tail_cols, (e_tail * inv).to(y_ptr.dtype.element_ty), mask=tail_mask)
 
 
 @triton.jit
@@ -132,9 +152,11 @@ def softmax_fwd_kernel(
     x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride,
     BLOCK_N: tl.constexpr, ROWS: tl.constexpr, NUM_STAGES: tl.constexpr, ONE_BLOCK: tl.constexpr,
     RELOAD: tl.constexpr = False,
+    TAIL_N: tl.constexpr = 0,
     ALIGN: tl.constexpr = 1,
 ):
-    # A program takes blocks of ROWS rows; each row is held whole, BLOCK_N >= n_cols columns wide.
+    # A program takes blocks of ROWS rows; each row is held whole, BLOCK_N >= n_cols columns wide,
+    # or, one row a program in the forward, BLOCK_N + TAIL_N >= n_cols (see _head_and_tail).
     # With fewer programs than blocks (a persistent grid) it strides over them; with one program per
     # block (ONE_BLOCK, the default grid) there is no loop at all. Long rows (ROWS == 1) are held 1-D
     # and read without an eviction hint. In an interleaved comparison on an H200 (triton 3.6, torch
@@ -146,13 +168,15 @@ def softmax_fwd_kernel(
     y_row_stride = aligned(y_row_stride, ALIGN)
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
+    tail_cols, tail_mask = _tail(n_cols, BLOCK_N, TAIL_N)
     if ROWS == 1:
         if ONE_BLOCK:
             _softmax_fwd_row(tl.program_id(0).to(tl.int64), x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask,
-                             RELOAD)
+                             tail_cols, tail_mask, RELOAD, TAIL_N > 0)
         else:
             for row in tl.range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-                _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask, RELOAD)
+                _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_mask, tail_cols, tail_mask,
+                                 RELOAD, TAIL_N > 0)
     elif ONE_BLOCK:
         _softmax_fwd_block(tl.program_id(0), x_ptr, y_ptr, n_rows, x_row_stride, y_row_stride, cols, col_mask, ROWS)
     else:
@@ -595,6 +619,21 @@ MAX_ROWS_PER_PROGRAM = 64
 # compiler nothing: tighter caps on the norms' forwards, each worth a program more per SM, lost
 # 3-25% (H200, same day; layer norm 4096 x 4096 at 32 registers, 0.70 against 0.81).
 FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
+# The forward holds a fused row of one to a program whose length is not a power of two as two
+# blocks (_head_and_tail): the largest power of two that fits in the row, and the next power of two
+# past the rest, where the two leave fewer masked lanes than one block would (5120 = 4096 + 1024,
+# 6144 = 4096 + 2048, 3000 = 2048 + 1024; not 7168, whose rest needs a second 4096). Masked lanes
+# cost no memory traffic but every instruction of the row, and registers: compiled for sm_90
+# (triton 3.6, 8 warps, 16-bit, 5120 columns) the forward took 62 registers a thread and 522 SASS
+# lines against 80 and 714 in one block of 8192. Interleaved on an H200 (triton 3.6, torch 2.11,
+# 2026-11-24, fractions of the copy ceiling, one block in parentheses): float16 4096 x 5120 0.833
+# (0.783), bfloat16 0.828 (0.765); 16384 x 5120 0.925 (0.819) and 0.948 (0.856); 4096 x 6144 0.896
+# (0.866) and 0.905 (0.845); 4096 x 4352 0.860 (0.715) and 0.821 (0.690); 4096 x 10000 0.829
+# (0.658) and 0.822 (0.680); 4096 x 3000 0.806 (0.782) and 0.810 (0.755); 4096 x 12288 within 1%.
+# Rows read again (RELOAD_BLOCKS, float32) keep one block: at 6144 columns the reload ran at 0.951,
+# two blocks 0.929 (5120 and 3000 within 0.5%; at 10000, where one block is 16384, two blocks ran
+# at 0.952 against 0.912). The backward gained nothing from it (16-bit 5120 and 6144 +0.4 to +1%,
+# float32 -0.5 to -0.8%, 3000 -1 to -1.4%) and keeps one block.
 # Online path, from a sweep on an H200 (tiles of 4096 or 8192, 8 or 16 warps, 2 or 3 stages): 8192-wide
 # tiles, 3 stages, 16 warps forward and 8 backward were best or within noise of it at every long shape.
 ONLINE_TILE_N = 8192
@@ -643,7 +682,8 @@ class SoftmaxPlan:
         path: ``"fused"`` (rows in registers, one pass), ``"online"`` (two passes per row
             in one program), ``"split"`` (rows cut into ``chunks`` handled by separate programs)
             or ``"staged"`` (rows copied into shared memory, ``chunks`` copies a row and tensor).
-        block_n: fused: columns held per row (a power of two ≥ N); online and split: tile width;
+        block_n: fused: columns held per row (a power of two ≥ N, or with ``tail_n`` the first
+            block of the row); online and split: tile width;
             staged: elements per chunk.
         rows_per_program: fused: rows per block (several when rows are short); 1 otherwise.
         num_warps: warps per program.
@@ -654,6 +694,9 @@ class SoftmaxPlan:
             (N otherwise).
         reload: fused, one row a program: read the row again from cache after each row reduction
             instead of holding it in registers (see ``RELOAD_BLOCKS``).
+        tail_n: fused, one row a program: columns held in a second block after the first
+            ``block_n`` (a power of two, 0 for none), when the two blocks together hold fewer
+            padding columns than one block would (forward only; see ``_head_and_tail``).
         held: staged: of the ``chunks`` (of dy in the backward), how many (the last) are held in
             registers instead of shared memory (see
             :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
@@ -672,6 +715,18 @@ class SoftmaxPlan:
     reload: bool = False
     held: int = 0
     max_registers: int | None = None
+    tail_n: int = 0
+
+
+def _head_and_tail(n_cols: int) -> tuple[int, int]:
+    """A row of ``n_cols`` held as a power-of-two block and a shorter power-of-two tail, when the
+    two leave fewer padding columns than one block of ``next_power_of_2(n_cols)``; else ``(block, 0)``.
+    """
+    head = floor_power_of_2(n_cols)
+    tail = next_power_of_2(n_cols - head) if n_cols > head else 0
+    if tail and head + tail < next_power_of_2(n_cols):
+        return head, tail
+    return next_power_of_2(n_cols), 0
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -775,7 +830,10 @@ def softmax_plan(
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         stages = num_stages or (PREFETCH_STAGES if prefetch else 1)
         cap = FUSED_MAX_REGISTERS.get((direction, itemsize, warps)) if rows == 1 else None
-        return SoftmaxPlan("fused", block_n, rows, warps, stages, grid, 1, n_cols, reload, max_registers=cap)
+        tails = direction == "fwd" and rows == 1 and not reload
+        head, tail = _head_and_tail(n_cols) if tails else (block_n, 0)
+        return SoftmaxPlan("fused", head, rows, warps, stages, grid, 1, n_cols, reload, max_registers=cap,
+                           tail_n=tail)
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
     chunk = STAGED_CHUNK_ROWS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
@@ -853,7 +911,7 @@ def _forward(x: torch.Tensor, knobs: dict, out: torch.Tensor | None = None) -> t
     if plan.path == "fused":
         launch(softmax_fwd_kernel, (plan.grid,), (x2, y2, n_rows, n_cols, *strides),
                consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
-                         "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
+                         "TAIL_N": plan.tail_n, "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
                plan.num_warps, fit=fit, max_registers=plan.max_registers)
     elif plan.path == "staged":
         desc = staged_descriptor(x2, plan.chunk_n // STAGED_VIEW)
