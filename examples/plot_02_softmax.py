@@ -145,7 +145,7 @@ print("step 2 matches the reference")
 # * **a row in two blocks** when its length is not a power of two: Triton's blocks are powers of
 #   two, and a row of 5120 in one block of 8192 leaves 3072 lanes masked, which move no bytes but
 #   take every instruction and register the real ones do. The forward holds it as a block of
-#   4096 and a tail of 1024 (``_head_and_tail``), where the two are smaller than one block;
+#   4096 and a tail of 1024 (``head_and_tail`` in ``_rows``), where the two are smaller than one block;
 #   compiled for sm_90, 62 registers a thread and 522 SASS lines instead of 80 and 714;
 # * **several rows per program when rows are short**: a 256-column row is 512 bytes of float16,
 #   too little for a program to keep the memory system busy, so short rows are packed into

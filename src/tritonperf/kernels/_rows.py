@@ -40,7 +40,7 @@ from triton.experimental.gluon.language.nvidia.hopper import tma as gl_tma
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
 
 from .. import runtime
-from .._intmath import cdiv
+from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 
 #: Divisibility Triton already detects by itself (``aligned`` repeats the number: a kernel reads
 #: only constexpr globals).
@@ -55,6 +55,19 @@ def row_align(*values: int) -> int:
     if common == 0:  # only zeros (a row stride of 0): anything divides them
         return KNOWN_ALIGN
     return min(common & -common, KNOWN_ALIGN)
+
+
+def head_and_tail(n_cols: int) -> tuple[int, int]:
+    """A row of ``n_cols`` held as two power-of-two blocks: the largest that fits in the row and
+    the smallest that covers the rest, when the two leave fewer masked lanes than one block of
+    ``next_power_of_2(n_cols)`` (5120 -> (4096, 1024)); otherwise ``(next_power_of_2(n_cols), 0)``.
+    A masked lane moves no bytes but costs the instructions and registers of a real one.
+    """
+    head = floor_power_of_2(n_cols)
+    tail = next_power_of_2(n_cols - head) if n_cols > head else 0
+    if tail and head + tail < next_power_of_2(n_cols):
+        return head, tail
+    return next_power_of_2(n_cols), 0
 
 
 @triton.jit

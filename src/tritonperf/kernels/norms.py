@@ -661,6 +661,13 @@ FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}  # by bytes per element; float32 takes FW
 # against the previous table's (all at one stage): 4096 x 4096 0.65 (0.49), 4096 x 8192 0.75
 # (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
 BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
+# Tried and not kept: a row that is not a power of two held as a tile and a tail tile
+# (_rows.head_and_tail, as the softmax forward does). Compiled for sm_90 (triton 3.6, 8 warps,
+# 5120 columns), layer norm's bfloat16 backward went from 255 registers and a 208-byte stack frame
+# to 243 registers and none, yet in an interleaved H200 run (triton 3.6, torch 2.11, 2026-11-24,
+# fractions of the copy ceiling, one tile in parentheses) layer norm bfloat16 lost: 16384 x 5120
+# 0.642 (0.753), 4096 x 6144 0.621 (0.684). RMS norm bfloat16 0.784 (0.797) and 0.736 (0.731);
+# float32 within +0.6%.
 # Rows of 8193 to BWD_WIDE_N columns are held in registers too, one to a program, for the (RMS,
 # bytes per element) cases of BWD_WIDE, in that many warps and pipeline stages; the others stream
 # through BWD_TILED. These rows read each tile twice (NormConfig.reload): once for the row sums,

@@ -41,6 +41,7 @@ from ._rows import (
     aligned,
     allocate_ring,
     chunk_layout,
+    head_and_tail,
     launch,
     load_held,
     open_ring,
@@ -101,7 +102,7 @@ def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_ma
                      RELOAD: tl.constexpr, TAIL: tl.constexpr):
     # One row held 1-D in registers, read once and written once. RELOAD reads it again, from cache,
     # after each reduction instead of holding it across them (see RELOAD_BLOCKS). TAIL holds the
-    # columns past the first block in a second, shorter block (see _head_and_tail).
+    # columns past the first block in a second, shorter block (see _rows.head_and_tail).
     # Columns past the end read -inf, whose exponential is 0: they add nothing to the sum.
     x_ptrs = x_ptr + row * x_row_stride + cols
     if RELOAD:
@@ -156,7 +157,7 @@ def softmax_fwd_kernel(
     ALIGN: tl.constexpr = 1,
 ):
     # A program takes blocks of ROWS rows; each row is held whole, BLOCK_N >= n_cols columns wide,
-    # or, one row a program in the forward, BLOCK_N + TAIL_N >= n_cols (see _head_and_tail).
+    # or, one row a program in the forward, BLOCK_N + TAIL_N >= n_cols (see _rows.head_and_tail).
     # With fewer programs than blocks (a persistent grid) it strides over them; with one program per
     # block (ONE_BLOCK, the default grid) there is no loop at all. Long rows (ROWS == 1) are held 1-D
     # and read without an eviction hint. In an interleaved comparison on an H200 (triton 3.6, torch
@@ -620,8 +621,8 @@ MAX_ROWS_PER_PROGRAM = 64
 # 3-25% (H200, same day; layer norm 4096 x 4096 at 32 registers, 0.70 against 0.81).
 FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
 # The forward holds a fused row of one to a program whose length is not a power of two as two
-# blocks (_head_and_tail): the largest power of two that fits in the row, and the next power of two
-# past the rest, where the two leave fewer masked lanes than one block would (5120 = 4096 + 1024,
+# blocks (_rows.head_and_tail): the largest power of two that fits in the row, and the next power of
+# two past the rest, where the two leave fewer masked lanes than one block would (5120 = 4096 + 1024,
 # 6144 = 4096 + 2048, 3000 = 2048 + 1024; not 7168, whose rest needs a second 4096). Masked lanes
 # cost no memory traffic but every instruction of the row, and registers: compiled for sm_90
 # (triton 3.6, 8 warps, 16-bit, 5120 columns) the forward took 62 registers a thread and 522 SASS
@@ -696,7 +697,8 @@ class SoftmaxPlan:
             instead of holding it in registers (see ``RELOAD_BLOCKS``).
         tail_n: fused, one row a program: columns held in a second block after the first
             ``block_n`` (a power of two, 0 for none), when the two blocks together hold fewer
-            padding columns than one block would (forward only; see ``_head_and_tail``).
+            padding columns than one block would (forward only; see
+            :func:`~tritonperf.kernels._rows.head_and_tail`).
         held: staged: of the ``chunks`` (of dy in the backward), how many (the last) are held in
             registers instead of shared memory (see
             :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
@@ -716,17 +718,6 @@ class SoftmaxPlan:
     held: int = 0
     max_registers: int | None = None
     tail_n: int = 0
-
-
-def _head_and_tail(n_cols: int) -> tuple[int, int]:
-    """A row of ``n_cols`` held as a power-of-two block and a shorter power-of-two tail, when the
-    two leave fewer padding columns than one block of ``next_power_of_2(n_cols)``; else ``(block, 0)``.
-    """
-    head = floor_power_of_2(n_cols)
-    tail = next_power_of_2(n_cols - head) if n_cols > head else 0
-    if tail and head + tail < next_power_of_2(n_cols):
-        return head, tail
-    return next_power_of_2(n_cols), 0
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -831,7 +822,7 @@ def softmax_plan(
         stages = num_stages or (PREFETCH_STAGES if prefetch else 1)
         cap = FUSED_MAX_REGISTERS.get((direction, itemsize, warps)) if rows == 1 else None
         tails = direction == "fwd" and rows == 1 and not reload
-        head, tail = _head_and_tail(n_cols) if tails else (block_n, 0)
+        head, tail = head_and_tail(n_cols) if tails else (block_n, 0)
         return SoftmaxPlan("fused", head, rows, warps, stages, grid, 1, n_cols, reload, max_registers=cap,
                            tail_n=tail)
 
