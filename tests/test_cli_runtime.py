@@ -149,6 +149,23 @@ def test_importing_triton_first_warns_without_gpu():
     assert out.returncode != 0 and "import tritonperf first" in out.stderr
 
 
+@pytest.mark.parametrize(
+    "triton_version, numpy_version, conflict",
+    [
+        ("3.6.0", "2.4.6", True),  # the interpreter's int() of a one-element array: an error from NumPy 2.4 on
+        ("3.6.0+git1a2b3c4", "2.4.0", True),  # local builds read by their release numbers
+        ("3.6.0", "2.3.5", False),
+        ("3.7.0", "2.4.6", False),
+        ("3.9.0", "2.4.6", False),
+    ],
+)
+def test_interpreter_conflict(triton_version, numpy_version, conflict):
+    message = runtime.interpreter_conflict(triton_version, numpy_version)
+    assert (message is not None) == conflict
+    if conflict:
+        assert f"triton {triton_version}" in message and "numpy<2.4" in message
+
+
 def test_bench_keeps_going_past_a_failing_case(sample_doc, tmp_path, monkeypatch, capsys):
     # A case that raises is reported and left out; the file is still written, and the exit status says so.
     def fake_run(kernels, *, command, quick, progress, log, failures, checkpoint):

@@ -19,8 +19,10 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import re
 import sys
 import warnings
+from importlib import metadata
 from typing import Literal, TypeVar
 
 import torch
@@ -33,7 +35,47 @@ def _interpret_requested() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in {"1", "true", "on", "yes"}
 
 
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version string: ``"3.6.0+git1a2b"`` -> ``(3, 6, 0)``."""
+    match = re.match(r"\d+(\.\d+)*", version)
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
+
+
+def interpreter_conflict(triton_version: str, numpy_version: str) -> str | None:
+    """Why this Triton's interpreter cannot run with this NumPy, or None when it can.
+
+    Triton 3.6's interpreter reads a scalar tensor as a Python integer with ``int()`` on a
+    one-element array, which NumPy 2.4 turned into an error: every kernel whose loop bounds or
+    offsets are scalar arguments then fails with "only 0-dimensional arrays can be converted to
+    Python scalars". Later Triton releases take the element out first.
+    """
+    if _release(triton_version) < (3, 7) and _release(numpy_version) >= (2, 4):
+        return (
+            f"triton {triton_version}'s interpreter does not work with numpy {numpy_version}: kernels fail with "
+            "'only 0-dimensional arrays can be converted to Python scalars'; install numpy<2.4 or a newer triton"
+        )
+    return None
+
+
+def _warn_on_interpreter_conflict() -> None:
+    # Versions from the installed metadata: importing triton here would decorate its library
+    # before TRITON_INTERPRET is set (see the module docstring).
+    try:
+        problem = interpreter_conflict(metadata.version("triton"), metadata.version("numpy"))
+    except metadata.PackageNotFoundError:
+        return
+    if problem:
+        warnings.warn(problem, RuntimeWarning, stacklevel=4)
+
+
 def _detect_mode() -> Mode:
+    mode = _choose_mode()
+    if mode == "interpreter":
+        _warn_on_interpreter_conflict()
+    return mode
+
+
+def _choose_mode() -> Mode:
     if _interpret_requested():
         return "interpreter"
     if torch.cuda.is_available():
@@ -44,7 +86,7 @@ def _detect_mode() -> Mode:
             "so kernels that call triton.language functions such as tl.sum will fail; import tritonperf first, "
             "or set TRITON_INTERPRET=1 before starting Python",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     os.environ["TRITON_INTERPRET"] = "1"
     return "interpreter"
