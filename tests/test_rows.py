@@ -70,3 +70,26 @@ def test_staging_split(monkeypatch):
                                      (3, 65536, 2)):
         assert _rows.staging_split("cpu", n_rows, n_cols, itemsize, chunk_bytes // itemsize) is None
 
+
+
+def test_chunk_elements_hold_the_same_bytes_whatever_the_dtype():
+    for itemsize in (2, 4):
+        assert _rows.chunk_elements(64, itemsize) * itemsize == 64 * _rows.STAGED_VIEW * 2 == 32 * 1024
+
+
+@pytest.mark.parametrize(
+    "n_cols, blocks",
+    [
+        (1, (1, 0)),
+        (4096, (4096, 0)),  # a power of two: one block, no tail
+        (4097, (4096, 1)),
+        (5120, (4096, 1024)),  # the tail covers the rest exactly
+        (3000, (2048, 1024)),  # 952 of the tail's 1024 lanes hold the row
+        (7168, (8192, 0)),  # 4096 + 4096 would hold no fewer lanes than one block of 8192
+        (6143, (4096, 2048)),
+    ],
+)
+def test_head_and_tail(n_cols, blocks):
+    head, tail = _rows.head_and_tail(n_cols)
+    assert (head, tail) == blocks
+    assert head + tail >= n_cols and head & (head - 1) == 0 and tail & (tail - 1) == 0

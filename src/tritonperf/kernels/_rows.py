@@ -133,6 +133,12 @@ _tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_s
 _barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # named barrier from triton 3.8 on
 
 
+def chunk_elements(runs: int, itemsize: int) -> int:
+    """Elements of a staged chunk of ``runs`` runs of ``STAGED_VIEW`` 16-bit values: the same bytes
+    (``runs * STAGED_VIEW * 2``, 32 KB at 64 runs) whatever the element size."""
+    return runs * STAGED_VIEW * 2 // itemsize
+
+
 def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
     """Whether a staged kernel can run on ``device`` with ``row_bytes`` bytes of chunks a row: a
     Hopper GPU (sm_90; the kernels' TMA copies and barriers are Hopper's), not interpreter mode,

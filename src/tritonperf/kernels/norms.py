@@ -38,6 +38,7 @@ from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 from ._rows import (
     STAGED_VIEW,
     aligned,
+    chunk_elements,
     chunk_layout,
     compile_key,
     fit_stages,
@@ -926,7 +927,7 @@ def norm_config(
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
-    chunk = FWD_STAGED_CHUNK_RUNS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
+    chunk = chunk_elements(FWD_STAGED_CHUNK_RUNS, itemsize)
     staging = staging_split(device, M, N, itemsize, chunk) if (
         direction == "fwd" and rms and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]) else None
     if staging:

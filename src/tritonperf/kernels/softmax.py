@@ -40,6 +40,7 @@ from ._rows import (
     STAGED_VIEW,
     aligned,
     allocate_ring,
+    chunk_elements,
     chunk_layout,
     head_and_tail,
     launch,
@@ -833,7 +834,7 @@ def softmax_plan(
                            tail_n=tail)
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
-    chunk = STAGED_CHUNK_ROWS * STAGED_VIEW * 2 // itemsize  # 32 KB whatever the dtype
+    chunk = chunk_elements(STAGED_CHUNK_ROWS, itemsize)
     staging = None if pinned or n_cols > STAGED_MAX_N else staging_split(
         device, n_rows, n_cols, itemsize, chunk, n_tensors)
     if staging:
