@@ -65,6 +65,7 @@ SHAPES = [
 PATHS = {
     "fused": {},
     "fused-persistent": dict(programs_per_sm=1, rows_per_program=2),  # 4 programs on the CPU: each loops over row blocks
+    "fused-persistent-rows": dict(programs_per_sm=1, rows_per_program=1),  # ... over single rows (4099: with a tail block)
     "online": dict(max_fused_n=64, tile_n=64, split=1),
     "online-persistent": dict(max_fused_n=64, tile_n=32, programs_per_sm=1, split=1),
     "split": dict(max_fused_n=64, tile_n=32, split=3),
