@@ -443,8 +443,8 @@ for doc, live in results:
 # Held as two blocks (the bullet list above), in one interleaved run on the H200 (same versions
 # and day), 4096 rows of 5120 went from 0.78 to 0.83 of the ceiling in float16 and from 0.77 to
 # 0.83 in bfloat16, 16384 rows from 0.82 to 0.93 and from 0.86 to 0.95; 4096 rows of 10000 from
-# 0.66 to 0.83. The backward, which reads two tensors a row, moved by less than 1.5% either way
-# and keeps one block.
+# 0.66 to 0.83. The backward, which reads two tensors a row, moved between -1.5% and +1.1% and
+# keeps one block.
 #
 # Takeaways
 # ---------

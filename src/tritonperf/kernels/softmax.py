@@ -640,8 +640,9 @@ FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
 # (0.658) and 0.822 (0.680); 4096 x 3000 0.806 (0.782) and 0.810 (0.755); 4096 x 12288 within 1%.
 # Rows read again (RELOAD_BLOCKS, float32) keep one block: at 6144 columns the reload ran at 0.951,
 # two blocks 0.929 (5120 and 3000 within 0.5%; at 10000, where one block is 16384, two blocks ran
-# at 0.952 against 0.912). The backward gained nothing from it (16-bit 5120 and 6144 +0.4 to +1%,
-# float32 -0.5 to -0.8%, 3000 -1 to -1.4%) and keeps one block.
+# at 0.952 against 0.912). The backward gained nothing from it and keeps one block: 16-bit rows of
+# 4096 x 5120 and 6144 +0.4 to +1.1%, float32 -0.5 to -0.8%, 16384 x 5120 within 0.4%, 4096 x
+# 3000 -0.4 to -1.5%.
 # Online path, from a sweep on an H200 (tiles of 4096 or 8192, 8 or 16 warps, 2 or 3 stages): 8192-wide
 # tiles, 3 stages, 16 warps forward and 8 backward were best or within noise of it at every long shape.
 ONLINE_TILE_N = 8192
