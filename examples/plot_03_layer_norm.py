@@ -361,6 +361,11 @@ for n in (1024, 4096, 8192):
 # and writes ``dx``. Rows of 16384 columns and more cannot stay in L2 between the two, so ``x``
 # and ``dy`` are read twice: five bytes moved for every three the pass must move, which caps this
 # path near 3/5 of the copy ceiling.
+#
+# A row of 5120 columns sits in a tile of 8192 with 3072 lanes masked. Held as a tile of 4096 and
+# one of 1024, as the softmax forward holds it (see its lesson), bfloat16 layer norm's backward
+# lost its 208-byte register spill and still ran slower: 0.64 of the ceiling against 0.75 at
+# 16384 x 5120 (H200, triton 3.6, torch 2.11, 2026-11-24, one interleaved run). It keeps one tile.
 
 print("BLOCK_N up to  rows/tile  warps  stages (float16)")
 for block, rows_per_tile, warps in BWD_CONFIGS + ((BWD_WIDE_N, 1, BWD_WIDE[(False, 2)][0]),):
