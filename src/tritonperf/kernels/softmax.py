@@ -679,6 +679,14 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 STAGED_MAX_N = 65536
 STAGED_CHUNK_ROWS = 64
 STAGED_WARPS = 16
+# Shorter 16-bit rows stay fused. Staged as a ring of 2 to 8 whole rows a program, copied that many
+# rows ahead, in 1, 2 or 4 programs an SM of 4, 8 or 16 warps, the best of those lost or tied
+# (interleaved H200 run, triton 3.6, torch 2.11, 2026-11-24, fractions of the copy ceiling, fused
+# in parentheses): float16 4096 x 4096 0.792 (0.856), 4096 x 8192 0.845 (0.919), 4096 x 16384
+# 0.909 (0.903), 16384 x 4096 0.892 (0.960), 16384 x 5120 0.883 (0.967); bfloat16 alike. The
+# depth of the ring hardly mattered and the programs an SM did: at 4096 columns one program an SM
+# ran at 0.51-0.65 with 2 rows in flight or 8. A program's time on a row (its reductions across
+# warps), not the loads in flight, is what more programs an SM hide.
 
 Path = Literal["fused", "online", "split", "staged"]
 
