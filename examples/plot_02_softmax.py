@@ -290,6 +290,16 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 # .. literalinclude:: ../../src/tritonperf/kernels/_rows.py
 #    :pyobject: release_chunk
 #
+# Would the same ring help shorter rows, which stay in registers one row a program? We tried
+# it: a ring of 2 to 8 whole rows a program, copied that many rows ahead, with 1, 2 or 4
+# programs an SM. It never won. On the H200 (same versions, 2026-11-24, float16) the best
+# variant reached 0.79 of the ceiling at 4096 rows of 4096 against the fused kernel's 0.86, and
+# 0.89 at 16384 rows of 4096 against 0.96; at 16384 columns the two tied (0.91 and 0.90). The
+# depth of the ring hardly mattered, the number of programs an SM did: at 4096 columns one
+# program an SM ran at 0.50-0.58 whether 2 rows were in flight or 8. What limits a short row is
+# a program's own time on it (two reductions across its warps); the fused kernel hides that time
+# by running five programs an SM there, not by loading ahead.
+#
 # The interpreter is slow, so on the CPU the thresholds are lowered to send short rows down the
 # same two paths; on a GPU the rows are as long as the benchmark's:
 

@@ -685,7 +685,7 @@ STAGED_WARPS = 16
 # in parentheses): float16 4096 x 4096 0.792 (0.856), 4096 x 8192 0.845 (0.919), 4096 x 16384
 # 0.909 (0.903), 16384 x 4096 0.892 (0.960), 16384 x 5120 0.883 (0.967); bfloat16 alike. The
 # depth of the ring hardly mattered and the programs an SM did: at 4096 columns one program an SM
-# ran at 0.51-0.65 with 2 rows in flight or 8. A program's time on a row (its reductions across
+# ran at 0.50-0.65 with 2 rows in flight or 8. A program's time on a row (its reductions across
 # warps), not the loads in flight, is what more programs an SM hide.
 
 Path = Literal["fused", "online", "split", "staged"]
