@@ -298,7 +298,8 @@ print(f"direct  max {row.max().item():.6f}, direct  sum {torch.exp(row - row.max
 # depth of the ring hardly mattered, the number of programs an SM did: at 4096 columns one
 # program an SM ran at 0.50-0.58 whether 2 rows were in flight or 8. What limits a short row is
 # a program's own time on it (two reductions across its warps); the fused kernel hides that time
-# by running five programs an SM there, not by loading ahead.
+# by running up to eight programs an SM there (8 warps of 32 registers a thread each), not by
+# loading ahead.
 #
 # The interpreter is slow, so on the CPU the thresholds are lowered to send short rows down the
 # same two paths; on a GPU the rows are as long as the benchmark's:
