@@ -71,7 +71,6 @@ def test_staging_split(monkeypatch):
         assert _rows.staging_split("cpu", n_rows, n_cols, itemsize, chunk_bytes // itemsize) is None
 
 
-
 def test_chunk_elements_hold_the_same_bytes_whatever_the_dtype():
     for itemsize in (2, 4):
         assert _rows.chunk_elements(64, itemsize) * itemsize == 64 * _rows.STAGED_VIEW * 2 == 32 * 1024

@@ -105,13 +105,15 @@ def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_ma
     # after each reduction instead of holding it across them (see RELOAD_BLOCKS). TAIL holds the
     # columns past the first block in a second, shorter block (see _rows.head_and_tail).
     # Columns past the end read -inf, whose exponential is 0: they add nothing to the sum.
-    x_ptrs = x_ptr + row * x_row_stride + cols
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    x_ptrs = x_row + cols
     if RELOAD:
         x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_last").to(tl.float32)
     else:
         x = tl.load(x_ptrs, mask=col_mask, other=-float("inf")).to(tl.float32)
     if TAIL:
-        x_tail = tl.load(x_ptr + row * x_row_stride + tail_cols, mask=tail_mask, other=-float("inf")).to(tl.float32)
+        x_tail = tl.load(x_row + tail_cols, mask=tail_mask, other=-float("inf")).to(tl.float32)
         row_max = tl.maximum(tl.max(x, axis=0), tl.max(x_tail, axis=0))
     else:
         row_max = tl.max(x, axis=0)
@@ -127,9 +129,9 @@ def _softmax_fwd_row(row, x_ptr, y_ptr, x_row_stride, y_row_stride, cols, col_ma
     if RELOAD:
         x = tl.load(x_ptrs, mask=col_mask, other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
         e = tl.exp(x - shift)
-    tl.store(y_ptr + row * y_row_stride + cols, (e * inv).to(y_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(y_row + cols, (e * inv).to(y_ptr.dtype.element_ty), mask=col_mask)
     if TAIL:
-        tl.store(y_ptr + row * y_row_stride + tail_cols, (e_tail * inv).to(y_ptr.dtype.element_ty), mask=tail_mask)
+        tl.store(y_row + tail_cols, (e_tail * inv).to(y_ptr.dtype.element_ty), mask=tail_mask)
 
 
 @triton.jit
