@@ -634,8 +634,9 @@ FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
 # two past the rest, where the two leave fewer masked lanes than one block would (5120 = 4096 + 1024,
 # 6144 = 4096 + 2048, 3000 = 2048 + 1024; not 7168, whose rest needs a second 4096). Masked lanes
 # cost no memory traffic but every instruction of the row, and registers: compiled for sm_90
-# (triton 3.6, 8 warps, 16-bit, 5120 columns) the forward took 62 registers a thread and 522 SASS
-# lines against 80 and 714 in one block of 8192. Interleaved on an H200 (triton 3.6, torch 2.11,
+# (triton 3.6, 8 warps, float16, 5120 columns, sizes and strides divisible by 16 as the benchmark's
+# are) the forward took 40 registers a thread and 394 SASS lines against 48 and 482 in one block
+# of 8192. Interleaved on an H200 (triton 3.6, torch 2.11,
 # 2026-11-24, fractions of the copy ceiling, one block in parentheses): float16 4096 x 5120 0.833
 # (0.783), bfloat16 0.828 (0.765); 16384 x 5120 0.925 (0.819) and 0.948 (0.856); 4096 x 6144 0.896
 # (0.866) and 0.905 (0.845); 4096 x 4352 0.860 (0.715) and 0.821 (0.690); 4096 x 10000 0.829
