@@ -105,12 +105,14 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
 
 @needs_cuda_compiler
 @pytest.mark.parametrize("kernel, dtype", [("softmax", torch.bfloat16), ("softmax", torch.float32),
-                                           ("softmax_bwd", torch.bfloat16), ("rms_norm", torch.bfloat16),
+                                           ("softmax_bwd", torch.bfloat16), ("softmax_bwd", torch.float32),
+                                           ("rms_norm", torch.bfloat16),
                                            ("rms_norm", torch.float32)], ids=str)
 def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, kernel, dtype):
     # The staged kernels of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in allows the
     # 227 KB a program may have): the staged chunks fit in shared memory, a float32 row (and the
-    # 16-bit backward's pair of rows) holds its eighth chunk in registers, each staged chunk is
+    # 16-bit backward's pair of rows; the float32 backward stages y alone) holds its eighth chunk
+    # in registers, each staged chunk is
     # copied by the TMA at two places (the ring's first row, then a row ahead), and every global
     # load (held chunks, weights) and store of the output moves 16 bytes a thread.
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
@@ -124,6 +126,14 @@ def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, ke
         fn, sig = softmax.softmax_fwd_staged_kernel, {**common, "n_rows": "i32", "n_cols": "i32",
                                                        "x_row_stride": "i32", "y_row_stride": "i32"}
         consts = {}
+    elif kernel == "softmax_bwd" and dtype == torch.float32:
+        plan = softmax.softmax_plan(4096, 65536, dtype, "bwd")
+        assert plan.reload
+        chunk, held, warps = plan.chunk_n, plan.held, plan.num_warps
+        fn, sig = softmax.softmax_bwd_staged_y_kernel, {"y_ptr": "*fp32", "dy_ptr": "*fp32", "dx_ptr": "*fp32",
+                                                         "n_rows": "i32", "n_cols": "i32", "y_row_stride": "i32",
+                                                         "dy_row_stride": "i32", "dx_row_stride": "i32"}
+        consts = {}
     elif kernel == "softmax_bwd":
         plan = softmax.softmax_plan(4096, 65536, dtype, "bwd")
         chunk, held, warps = plan.chunk_n, plan.held, plan.num_warps
@@ -136,11 +146,11 @@ def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, ke
         fn, sig = norms.rms_norm_fwd_staged_kernel, {**common, "w_ptr": "*" + ty, "rstd_ptr": "*fp32", "M": "i32",
                                                      "N": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
         consts = {"HAS_W": True}
-    tensors = 2 if kernel == "softmax_bwd" else 1
+    tensors = 2 if kernel == "softmax_bwd" and dtype != torch.float32 else 1
     assert held == (1 if dtype == torch.float32 or tensors == 2 else 0) and chunk * dtype.itemsize == 32768
     staged = tensors * 65536 // chunk - held
     desc = mangle_type(_rows.staged_descriptor(torch.empty(8, 65536, dtype=dtype), chunk // _rows.STAGED_VIEW))
-    descs = {"y_desc": desc, "dy_desc": desc} if tensors == 2 else {"x_desc": desc}
+    descs = {"y_desc": desc, "dy_desc": desc} if tensors == 2 else {"y_desc" if kernel == "softmax_bwd" else "x_desc": desc}
     chunks = 65536 // chunk if tensors == 2 else staged  # the backward's CHUNKS counts a row of one tensor
     c = asm.compile_for_hopper(fn, {**descs, **sig}, {**consts, "CHUNKS": chunks, "HELD": held > 0, "WARPS": warps},
                                num_warps=warps, divisible_by_16=[k for k in sig if k != "eps"])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
@@ -278,3 +280,57 @@ def test_run_checkpoints_what_it_has_measured(monkeypatch):
                      checkpoint=lambda partial: saved.append(records.validate(partial, "partial")), checkpoint_s=0)
     assert [len(d["records"]) for d in saved] == [1, 2, 3, 4]
     assert saved[-1]["records"] == doc["records"] and all(d["provenance"] == prov for d in saved)
+
+
+
+def _descriptor_cases(cuda: torch.device) -> dict:
+    # Each entry: (call, arguments, reference). On Hopper each call takes its descriptor path: rows
+    # of 65536 staged (at least as many rows as SMs), the TMA transpose, the warp-specialized attention.
+    from tritonperf import kernels
+    from tritonperf.testing import random_tensor
+
+    rows, bf16, fp16 = runtime.sm_count(cuda) + 5, torch.bfloat16, torch.float16
+    y = kernels.softmax_reference(random_tensor((rows, 65536), torch.float32, cuda))
+    hopper = torch.cuda.get_device_capability(cuda) >= (9, 0)
+    return {
+        "softmax": (kernels.softmax, (random_tensor((rows, 65536), bf16, cuda),), kernels.softmax_reference),
+        "softmax_backward": (kernels.softmax_backward, (y, random_tensor(y.shape, torch.float32, cuda)),
+                             kernels.softmax_backward_reference),
+        "rms_norm": (kernels.rms_norm, (random_tensor((rows, 65536), bf16, cuda), random_tensor((65536,), bf16, cuda)),
+                     kernels.rms_norm_reference),
+        "transpose": (functools.partial(kernels.transpose, method="tma" if hopper else "tiles"),
+                      (random_tensor((1024, 512), fp16, cuda),), kernels.transpose_reference),
+        "attention": (kernels.attention, tuple(random_tensor((1, 2, 1024, 128), fp16, cuda) for _ in range(3)),
+                      kernels.attention_reference),
+    }
+
+
+@gpu_only
+@pytest.mark.parametrize("entry", ["softmax", "softmax_backward", "rms_norm", "transpose", "attention"])
+def test_descriptor_launches_on_a_thread_without_a_context(entry):
+    # A new thread has no current CUDA context until it makes a CUDA call, and Triton fills a
+    # host-side tensor descriptor before its launcher sets one; autograd runs a backward on such a
+    # thread. Each call runs as a fresh thread's first CUDA work (runtime.bind_context).
+    from tritonperf.testing import assert_close
+
+    call, args, reference = _descriptor_cases(torch.device("cuda"))[entry]
+    expected = reference(*(a.double() for a in args))
+    # A first call here compiles and loads the kernels and leaves its memory in torch's cache: the
+    # thread's call then allocates without asking CUDA for memory, a call that would bind a context.
+    call(*args)
+    torch.cuda.synchronize()
+    result: dict[str, object] = {}
+
+    def work():
+        try:
+            result["out"] = call(*args)
+            torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 (handed back to the test's thread)
+            result["error"] = exc
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    if "error" in result:
+        raise result["error"]
+    assert_close(result["out"], expected, args[0].dtype)

@@ -20,6 +20,7 @@ from tritonperf.kernels.softmax import (
     PREFETCH_STAGES,
     STAGED_CHUNK_ROWS,
     STAGED_MAX_N,
+    STAGED_RELOAD_WARPS,
     STAGED_VIEW,
     STAGED_WARPS,
     softmax,
@@ -406,11 +407,16 @@ def test_plan_stages_long_rows_where_it_can(monkeypatch):
         assert (plan.path, plan.chunks, plan.held, plan.chunk_n, plan.num_warps, plan.grid) == (
             "staged", STAGED_MAX_N // chunk, held, chunk, STAGED_WARPS, 4)  # one program per SM (4 on the CPU)
     # The backward stages a row of y and one of dy: 16-bit rows of 65536 are 8 chunks, the last of
-    # dy held in registers; float32 ones would need more in registers: online.
+    # dy held in registers. A float32 pair would need more in registers: y is staged alone, its
+    # eighth chunk held, and dy read twice.
     plan = softmax_plan(4096, STAGED_MAX_N, h, "bwd")
-    assert (plan.path, plan.chunks, plan.held, plan.num_warps) == ("staged", 4, 1, STAGED_WARPS)
+    assert (plan.path, plan.chunks, plan.held, plan.num_warps, plan.reload) == ("staged", 4, 1, STAGED_WARPS, False)
     assert softmax_plan(4096, 40960, h, "bwd").held == 0  # 3 chunks each
-    assert softmax_plan(4096, STAGED_MAX_N, f, "bwd").path == "online"
+    plan = softmax_plan(4096, STAGED_MAX_N, f, "bwd")
+    assert (plan.path, plan.chunks, plan.held, plan.num_warps, plan.reload) == ("staged", 8, 1, STAGED_RELOAD_WARPS,
+                                                                                 True)
+    assert softmax_plan(4096, 40960, f, "bwd").held == 0  # 5 chunks of y
+    assert softmax_plan(4096, STAGED_MAX_N, f, "bwd", num_warps=8).path == "online"  # a knob: the Triton kernels
     assert softmax_plan(4096, MAX_FUSED_N, h, "bwd").path == "fused"
     runs = MAX_FUSED_N // STAGED_VIEW + 1  # a last chunk of one run
     assert softmax_plan(4096, runs * STAGED_VIEW, h).chunks == -(-runs // STAGED_CHUNK_ROWS)
@@ -418,6 +424,7 @@ def test_plan_stages_long_rows_where_it_can(monkeypatch):
     # With room for five chunks only, a float32 row of 65536 would hold three in registers: online.
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 5 * 32768)
     assert softmax_plan(4096, STAGED_MAX_N, f).path == "online"
+    assert softmax_plan(4096, STAGED_MAX_N, f, "bwd").path == "online"
     assert softmax_plan(4096, STAGED_MAX_N, h).held == 0
     # Everything else keeps its path: rows too long or not a multiple of the runs, fewer rows than
     # SMs, and any knob.
@@ -599,11 +606,12 @@ def test_staged_rows(dtype):
         assert_close(y[[0, *range(2, rows)]], ref[[0, *range(2, rows)]], dtype)
         assert relative_error(y[2:], ref[2:]) <= 2 * _torch_error(x[2:]) + 1e-7
         # The backward of 16-bit rows stages y and dy, the last chunk of dy of rows of more than
-        # 49152 columns (four chunks of each, eight in all) held in registers; float32 rows take
-        # the online path.
+        # 49152 columns (four chunks of each, eight in all) held in registers; float32 rows stage
+        # y alone, as the forward stages x, and read dy twice.
         bwd = softmax_plan(rows, cols, dtype, "bwd", cuda)
-        assert bwd.path == ("staged" if hopper and dtype != torch.float32 else "online")
-        assert bwd.held == (1 if bwd.path == "staged" and cols > 3 * 16384 else 0)
+        assert bwd.path == ("staged" if hopper else "online")
+        assert bwd.reload == (hopper and dtype == torch.float32)
+        assert bwd.held == (1 if hopper and cols > (7 * 8192 if bwd.reload else 3 * 16384) else 0)
         y = ref[2:].to(dtype)
         dy = random_tensor((rows - 2, stride), dtype, cuda)[:, :cols]
         dx = poisoned(y.shape, dtype, cuda)
@@ -612,7 +620,7 @@ def test_staged_rows(dtype):
     # Rows that do not start on 16 bytes take the online path; the answer is the same.
     x = random_tensor((rows, STAGED_MAX_N + 8), dtype, cuda)[:, 1:STAGED_MAX_N + 1]
     assert_close(softmax(x), _ref(x), dtype)
-    # Autograd: the staged forward, the staged backward (16-bit) or the online one (float32).
+    # Autograd: the staged forward and backward.
     x = random_tensor((rows, STAGED_MAX_N), dtype, cuda).requires_grad_()
     dy = random_tensor(x.shape, dtype, cuda)
     softmax(x).backward(dy)

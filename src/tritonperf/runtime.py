@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import sys
+import threading
 import warnings
 from importlib import metadata
 from typing import Literal, TypeVar
@@ -125,6 +126,29 @@ def shared_memory_per_block(device: torch.device | str | None = None) -> int:
     163 KB on an A100, 99 KB on sm_86 and sm_89 GPUs."""
     props = torch.cuda.get_device_properties(device)
     return getattr(props, "shared_memory_per_block_optin", props.shared_memory_per_block)
+
+
+_bound = threading.local()  # per thread: the devices whose context bind_context made current
+
+
+def bind_context(device: torch.device) -> None:
+    """Make the primary CUDA context of ``device`` current on this thread, once per thread.
+
+    Triton fills a host-side tensor descriptor (the TMA's copy instructions) when it launches the
+    kernel, before its launcher makes sure a context is current. A thread that has made no CUDA
+    call yet has none (autograd runs a backward on such a thread), and the launch fails with
+    "invalid device context". ``torch.cuda.set_device`` binds the context even when the device is
+    already the current one; the guard around it leaves the caller's current device as it was.
+    Nothing happens for a CPU device or in interpreter mode.
+    """
+    if MODE != "gpu" or device.type != "cuda":
+        return
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    done = _bound.__dict__.setdefault("devices", set())
+    if index not in done:
+        with torch.cuda.device(index):
+            torch.cuda.set_device(index)
+        done.add(index)
 
 
 def default_device() -> torch.device:

@@ -184,6 +184,7 @@ def staged_descriptor(rows: torch.Tensor, chunk_runs: int) -> GluonTensorDescrip
     """A TMA descriptor of ``rows`` (see :func:`stageable`) as ``(M, N / STAGED_VIEW, STAGED_VIEW)``
     runs, in blocks of one row's ``chunk_runs`` runs, unswizzled in shared memory (threads read a
     chunk along its runs, 16 bytes each, which touches every bank once)."""
+    runtime.bind_context(rows.device)
     m, n = rows.shape
     runs = rows.as_strided((m, n // STAGED_VIEW, STAGED_VIEW), (rows.stride(0), STAGED_VIEW, 1))
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * rows.element_size(), rank=3)

@@ -1321,6 +1321,7 @@ def _descriptor_strides(t: torch.Tensor) -> list[int]:
 
 def _descriptor(t: torch.Tensor, rows: int):
     """A host-side tensor descriptor of the whole 4-D tensor ``t``, in blocks of ``1 x 1 x rows x D``."""
+    runtime.bind_context(t.device)
     return TensorDescriptor(t, list(t.shape), _descriptor_strides(t), [1, 1, rows, t.shape[3]])
 
 
@@ -1328,6 +1329,7 @@ def _ws_descriptor(t: torch.Tensor, rows: int, cols: int | None = None):
     """As :func:`_descriptor`, for the Gluon kernel: Gluon's descriptor also names the shared-memory
     layout of a block (the widest swizzle its rows allow), which the kernel allocates its buffers with.
     Blocks are ``cols`` wide if given, else the whole of ``D``."""
+    runtime.bind_context(t.device)
     block = [1, 1, rows, cols or t.shape[3]]
     layout = gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[t.dtype])
     return GluonTensorDescriptor(t, list(t.shape), _descriptor_strides(t), block, layout)
@@ -1336,6 +1338,7 @@ def _ws_descriptor(t: torch.Tensor, rows: int, cols: int | None = None):
 def _ws_rows_descriptor(t: torch.Tensor):
     """A Gluon descriptor of the float32 rows ``t`` (the backward's padded lse2 or delta), flattened,
     in blocks of ``WS_ROWS``, unswizzled: the consumers read a block as one vector."""
+    runtime.bind_context(t.device)
     layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
     return GluonTensorDescriptor(t.reshape(-1), [t.numel()], [1], [WS_ROWS], layout)
 

@@ -547,6 +547,52 @@ def softmax_bwd_staged_kernel(y_desc, dy_desc, dy_ptr, dx_ptr, n_rows, n_cols, d
         phase ^= 1
 
 
+@gluon.jit
+def _dy_chunk(dy_row, cols, n_cols, POLICY: gl.constexpr):
+    return gl.load(dy_row + cols, mask=cols < n_cols, other=0.0, eviction_policy=POLICY).to(gl.float32)
+
+
+@gluon.jit
+def softmax_bwd_staged_y_kernel(y_desc, y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y_row_stride, dy_row_stride,
+                                dx_row_stride, CHUNKS: gl.constexpr, HELD: gl.constexpr, WARPS: gl.constexpr):
+    # The staged backward of rows whose y and dy do not both fit in shared memory (float32): only y
+    # is staged, in CHUNKS slots, its last chunk held in registers with HELD, as the forward stages x.
+    # dy is read from memory twice: pass 1 asks L2 to keep it (one row a program, 256 KB at 65536
+    # float32 columns, 33 MB over 132 SMs), so that pass 2 finds it there.
+    CHUNK_R: gl.constexpr = y_desc.block_type.shape[1]
+    W: gl.constexpr = y_desc.block_type.shape[2]
+    CHUNK: gl.constexpr = CHUNK_R * W
+    layout: gl.constexpr = chunk_layout(WARPS, y_desc.dtype.primitive_bitwidth)
+    pid = gl.program_id(0)
+    step = gl.num_programs(0)
+    buf, ready, offs = open_ring(y_desc, CHUNKS, pid, n_rows, layout)
+    held_cols = CHUNKS * CHUNK + offs
+    if HELD:
+        held = load_held(y_ptr, pid, n_rows, y_row_stride, held_cols, n_cols, 0.0)
+    phase = 0
+    for row in range(pid, n_rows, step):
+        dy_row = dy_ptr + row.to(gl.int64) * dy_row_stride
+        acc = gl.zeros([CHUNK_R, W], gl.float32, layout)
+        for c in gl.static_range(CHUNKS):
+            dy = _dy_chunk(dy_row, c * CHUNK + offs, n_cols, "evict_last")
+            mbarrier.wait(ready.index(c), phase)
+            acc += read_chunk(buf, c, layout) * dy
+        if HELD:
+            acc += held * _dy_chunk(dy_row, held_cols, n_cols, "evict_last")
+        dot = gl.sum(gl.sum(acc, axis=1), axis=0)
+        dx_row = dx_ptr + row.to(gl.int64) * dx_row_stride
+        if HELD:
+            dx = held * (_dy_chunk(dy_row, held_cols, n_cols, "evict_first") - dot)
+            gl.store(dx_row + held_cols, dx.to(dx_ptr.dtype.element_ty), mask=held_cols < n_cols)
+            held = load_held(y_ptr, row + step, n_rows, y_row_stride, held_cols, n_cols, 0.0)
+        for c in gl.static_range(CHUNKS):
+            cols = c * CHUNK + offs
+            dx = read_chunk(buf, c, layout) * (_dy_chunk(dy_row, cols, n_cols, "evict_first") - dot)
+            gl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=cols < n_cols)
+            release_chunk(y_desc, buf, ready, row + step, c, c, n_rows)
+        phase ^= 1
+
+
 # -- launcher ------------------------------------------------------------------------------------
 # Defaults of the knobs every launcher takes as keyword arguments (see softmax_plan).
 # Measured on an H200 (triton 3.6): at 32768 columns one row in 32 warps reads memory once and ran at
@@ -682,6 +728,17 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 STAGED_MAX_N = 65536
 STAGED_CHUNK_ROWS = 64
 STAGED_WARPS = 16
+# Where a row of y and one of dy do not fit (float32 rows of 32769 columns or more), the backward
+# stages y alone, as the forward stages x, and reads dy twice (softmax_bwd_staged_y_kernel), in
+# this many warps. One interleaved run on each GPU (triton 3.6, torch 2.11, 2026-11-24, float32,
+# fractions of the copy ceiling, 32 warps / 16 warps / the online path / torch.compile): NVIDIA
+# H200 4096 x 65536 0.805 / 0.758 / 0.673 / 0.612, 8192 x 65536 0.812 / 0.764 / 0.676 / 0.588,
+# 4096 x 49152 0.817 / 0.790 / 0.702 / 0.581, 4096 x 40960 0.860 / 0.831 / 0.724 / 0.589, 16384 x
+# 40960 0.864 / 0.835 / 0.729 / 0.597; NVIDIA H100 80GB HBM3 4096 x 65536 0.812 / 0.772 / 0.666 /
+# 0.612, 4096 x 40960 0.856 / 0.835 / 0.703 / 0.586. Without the hints that keep dy in L2 for its
+# second read, 32 warps ran at 0.771 and 0.790 on the H100. The 16-bit pair reaches 0.95: dy's
+# second read, though it comes from L2, is what float32 rows still pay.
+STAGED_RELOAD_WARPS = 32
 # Shorter 16-bit rows stay fused. Staged as a ring of 2 to 8 whole rows a program, copied that many
 # rows ahead, in 1, 2 or 4 programs an SM of 4, 8 or 16 warps, the best of those lost or tied
 # (interleaved H200 run, triton 3.6, torch 2.11, 2026-11-24, fractions of the copy ceiling, fused
@@ -848,10 +905,15 @@ def softmax_plan(
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
     chunk = chunk_elements(STAGED_CHUNK_ROWS, itemsize)
-    staging = None if pinned or n_cols > STAGED_MAX_N else staging_split(
-        device, n_rows, n_cols, itemsize, chunk, n_tensors)
+    staging, reload = None, False
+    if not pinned and n_cols <= STAGED_MAX_N:
+        staging = staging_split(device, n_rows, n_cols, itemsize, chunk, n_tensors)
+        if staging is None and direction == "bwd":  # y alone; dy read twice
+            staging = staging_split(device, n_rows, n_cols, itemsize, chunk)
+            reload = staging is not None
     if staging:
-        return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, cdiv(n_cols, chunk), chunk, held=staging[1])
+        warps = STAGED_RELOAD_WARPS if reload else STAGED_WARPS
+        return SoftmaxPlan("staged", chunk, 1, warps, 1, sms, cdiv(n_cols, chunk), chunk, reload, held=staging[1])
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
     stages = num_stages or ONLINE_NUM_STAGES
@@ -1044,7 +1106,7 @@ def softmax_backward(
     y2, dy2, dx2 = _as_rows("y", y), _as_rows("dy", dy), dx.view(-1, y.shape[-1])
     n_rows, n_cols = y2.shape
     plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, **knobs)
-    if plan.path == "staged" and not (stageable(y2) and stageable(dy2)):
+    if plan.path == "staged" and not (stageable(y2) and (plan.reload or stageable(dy2))):
         # As in the forward: rows the copy engine cannot read take the online path.
         plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, tile_n=ONLINE_TILE_N)
     strides = (y2.stride(0), dy2.stride(0), dx2.stride(0))
@@ -1055,6 +1117,10 @@ def softmax_backward(
                consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
                          "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
                plan.num_warps, fit=fit, max_registers=plan.max_registers)
+    elif plan.path == "staged" and plan.reload:
+        softmax_bwd_staged_y_kernel[(plan.grid,)](
+            staged_descriptor(y2, plan.chunk_n // STAGED_VIEW), y2, dy2, dx2, n_rows, n_cols, *strides,
+            CHUNKS=plan.chunks - plan.held, HELD=plan.held > 0, WARPS=plan.num_warps, num_warps=plan.num_warps)
     elif plan.path == "staged":
         runs = plan.chunk_n // STAGED_VIEW
         softmax_bwd_staged_kernel[(plan.grid,)](

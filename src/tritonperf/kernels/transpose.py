@@ -379,6 +379,7 @@ def transpose(
     if method == "tma":
         from triton.tools.tensor_descriptor import TensorDescriptor
 
+        runtime.bind_context(x.device)
         if batch > 1:
             x_desc = TensorDescriptor(xb, list(xb.shape), list(xb.stride()), [1, bm, bn])
             y_desc = TensorDescriptor(yb, list(yb.shape), list(yb.stride()), [1, bn, bm])
