@@ -18,8 +18,9 @@ Four ways through a row, chosen by :func:`softmax_plan`:
   of 65536, 256 KB, keeps its last 32 KB in registers instead). A Gluon kernel: plain Triton gives
   no hold on shared memory.
 
-The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the same paths; it stages 16-bit
-rows only (a row of y and one of dy: 256 KB at 65536 columns, the last 32 KB in registers).
+The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the same paths. It stages a 16-bit
+row of y and one of dy together (256 KB at 65536 columns, the last 32 KB in registers); a float32
+pair does not fit, so it stages y alone and reads dy twice, the second time mostly from L2.
 """
 
 from __future__ import annotations
@@ -718,7 +719,7 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 # The 16-bit rows ran as before (bfloat16 4096 x 65536 0.877-0.883), though pass 2 now takes
 # exp2((x - max) * log2(e)) rather than exp2(x * log2(e) - max * log2(e)), a subtraction more
 # an element: in float32 the latter left relative errors of 5e-4 at inputs of 3e4.
-# The backward stages a row of y and one of dy in the same 32 KB chunks (16-bit only: a float32
+# The backward stages a row of y and one of dy in the same 32 KB chunks (16-bit rows: a float32
 # pair of rows of 32769 columns or more would leave three or more chunks for registers), the last
 # chunk of dy held in registers from 49153 columns on. H200, same day, one interleaved run, y, dy
 # read and dx written against the ceiling (online path in parentheses): bfloat16 4096 x 65536
@@ -736,8 +737,8 @@ STAGED_WARPS = 16
 # 4096 x 49152 0.817 / 0.790 / 0.702 / 0.581, 4096 x 40960 0.860 / 0.831 / 0.724 / 0.589, 16384 x
 # 40960 0.864 / 0.835 / 0.729 / 0.597; NVIDIA H100 80GB HBM3 4096 x 65536 0.812 / 0.772 / 0.666 /
 # 0.612, 4096 x 40960 0.856 / 0.835 / 0.703 / 0.586. Without the hints that keep dy in L2 for its
-# second read, 32 warps ran at 0.771 and 0.790 on the H100. The 16-bit pair reaches 0.95: dy's
-# second read, though it comes from L2, is what float32 rows still pay.
+# second read, 32 warps ran at 0.771 and 0.790 on the H100. The staged 16-bit pair reaches 0.95;
+# float32 rows still read dy a second time, if from L2.
 STAGED_RELOAD_WARPS = 32
 # Shorter 16-bit rows stay fused. Staged as a ring of 2 to 8 whole rows a program, copied that many
 # rows ahead, in 1, 2 or 4 programs an SM of 4, 8 or 16 warps, the best of those lost or tied
@@ -771,13 +772,14 @@ class SoftmaxPlan:
         chunk_n: split: columns per chunk, a multiple of ``block_n``; staged: elements per chunk
             (N otherwise).
         reload: fused, one row a program: read the row again from cache after each row reduction
-            instead of holding it in registers (see ``RELOAD_BLOCKS``).
+            instead of holding it in registers (see ``RELOAD_BLOCKS``); staged backward: stage
+            ``y`` alone and read ``dy`` twice (float32 rows, see ``STAGED_RELOAD_WARPS``).
         tail_n: fused, one row a program: columns held in a second block after the first
             ``block_n`` (a power of two, 0 for none), when the two blocks together hold fewer
             padding columns than one block would (forward only; see
             :func:`~tritonperf.kernels._rows.head_and_tail`).
-        held: staged: of the ``chunks`` (of dy in the backward), how many (the last) are held in
-            registers instead of shared memory (see
+        held: staged: of the ``chunks`` (of dy in the backward, of y where ``reload``), how
+            many (the last) are held in registers instead of shared memory (see
             :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
         max_registers: fused: registers a thread may take at most (``FUSED_MAX_REGISTERS``), or
             None for the compiler's choice.
@@ -872,8 +874,9 @@ def softmax_plan(
 
     Rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a multiple of
     ``STAGED_VIEW``, with at least as many rows as SMs, take the staged path on a Hopper GPU
-    where their chunks fit (:func:`~tritonperf.kernels._rows.staging_split`; in the backward,
-    16-bit rows) unless a knob is given: knobs describe the Triton kernels.
+    where their chunks fit (:func:`~tritonperf.kernels._rows.staging_split`; in the backward, a
+    row of ``y`` and one of ``dy``, else ``y`` alone, with ``reload``) unless a knob is given:
+    knobs describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
     sms = runtime.sm_count(torch.device(device if device is not None else "cpu"))
@@ -1075,8 +1078,9 @@ def softmax_backward(
     """The gradient of softmax over the last dimension: ``dx = y * (dy - sum(y * dy))``.
 
     Rows are read as :func:`softmax` reads them: held in registers up to ``max_fused_n``
-    columns, streamed twice beyond, except 16-bit rows of up to 65536 on a Hopper GPU, whose
-    ``y`` and ``dy`` are copied into shared memory and read from memory once.
+    columns, streamed twice beyond, except rows of up to 65536 on a Hopper GPU: there ``y`` and
+    ``dy`` are copied into shared memory and read from memory once (16-bit rows), or ``y`` alone
+    is, and ``dy`` read twice (float32 rows).
 
     Args:
         y: the forward pass's output.
