@@ -112,9 +112,9 @@ def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, ke
     # The staged kernels of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in allows the
     # 227 KB a program may have): the staged chunks fit in shared memory, a float32 row (and the
     # 16-bit backward's pair of rows; the float32 backward stages y alone) holds its eighth chunk
-    # in registers, each staged chunk is
-    # copied by the TMA at two places (the ring's first row, then a row ahead), and every global
-    # load (held chunks, weights) and store of the output moves 16 bytes a thread.
+    # in registers, each staged chunk is copied by the TMA at two places (the ring's first row,
+    # then a row ahead), and every global load (held chunks, dy, weights) and store of the output
+    # moves 16 bytes a thread.
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
     norms.norm_config.cache_clear()  # configurations are cached: none made with the stand-in may stay
     request.addfinalizer(norms.norm_config.cache_clear)

@@ -282,7 +282,6 @@ def test_run_checkpoints_what_it_has_measured(monkeypatch):
     assert saved[-1]["records"] == doc["records"] and all(d["provenance"] == prov for d in saved)
 
 
-
 def _descriptor_cases(cuda: torch.device) -> dict:
     # Each entry: (call, arguments, reference). On Hopper each call takes its descriptor path: rows
     # of 65536 staged (at least as many rows as SMs), the TMA transpose, the warp-specialized attention.

@@ -559,7 +559,7 @@ def softmax_bwd_staged_y_kernel(y_desc, y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y
     # The staged backward of rows whose y and dy do not both fit in shared memory (float32): only y
     # is staged, in CHUNKS slots, its last chunk held in registers with HELD, as the forward stages x.
     # dy is read from memory twice: pass 1 asks L2 to keep it (one row a program, 256 KB at 65536
-    # float32 columns, 33 MB over 132 SMs), so that pass 2 finds it there.
+    # float32 columns, 33 MB over 132 SMs), so that pass 2 can find it there.
     CHUNK_R: gl.constexpr = y_desc.block_type.shape[1]
     W: gl.constexpr = y_desc.block_type.shape[2]
     CHUNK: gl.constexpr = CHUNK_R * W
