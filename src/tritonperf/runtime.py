@@ -132,7 +132,7 @@ _bound = threading.local()  # per thread: the devices whose context bind_context
 
 
 def bind_context(device: torch.device) -> None:
-    """Make the primary CUDA context of ``device`` current on this thread, once per thread.
+    """Make the primary CUDA context of ``device`` current on this thread, once per thread and device.
 
     Triton fills a host-side tensor descriptor (the TMA's copy instructions) when it launches the
     kernel, before its launcher makes sure a context is current. A thread that has made no CUDA
