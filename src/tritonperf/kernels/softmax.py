@@ -559,7 +559,8 @@ def softmax_bwd_staged_y_kernel(y_desc, y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y
     # The staged backward of rows whose y and dy do not both fit in shared memory (float32): only y
     # is staged, in CHUNKS slots, its last chunk held in registers with HELD, as the forward stages x.
     # dy is read from memory twice: pass 1 asks L2 to keep it (one row a program, 256 KB at 65536
-    # float32 columns, 33 MB over 132 SMs), so that pass 2 can find it there.
+    # float32 columns, 33 MB over 132 SMs), so that pass 2 can find it there. Both passes load dy a
+    # chunk ahead of its use, so that the next chunk's load is in flight during this chunk's wait.
     CHUNK_R: gl.constexpr = y_desc.block_type.shape[1]
     W: gl.constexpr = y_desc.block_type.shape[2]
     CHUNK: gl.constexpr = CHUNK_R * W
@@ -574,21 +575,30 @@ def softmax_bwd_staged_y_kernel(y_desc, y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y
     for row in range(pid, n_rows, step):
         dy_row = dy_ptr + row.to(gl.int64) * dy_row_stride
         acc = gl.zeros([CHUNK_R, W], gl.float32, layout)
+        dy_next = _dy_chunk(dy_row, offs, n_cols, "evict_last")
         for c in gl.static_range(CHUNKS):
-            dy = _dy_chunk(dy_row, c * CHUNK + offs, n_cols, "evict_last")
+            dy = dy_next
+            if c + 1 < CHUNKS:
+                dy_next = _dy_chunk(dy_row, (c + 1) * CHUNK + offs, n_cols, "evict_last")
+            elif HELD:
+                dy_next = _dy_chunk(dy_row, held_cols, n_cols, "evict_last")
             mbarrier.wait(ready.index(c), phase)
             acc += read_chunk(buf, c, layout) * dy
         if HELD:
-            acc += held * _dy_chunk(dy_row, held_cols, n_cols, "evict_last")
+            acc += held * dy_next
         dot = gl.sum(gl.sum(acc, axis=1), axis=0)
         dx_row = dx_ptr + row.to(gl.int64) * dx_row_stride
         if HELD:
             dx = held * (_dy_chunk(dy_row, held_cols, n_cols, "evict_first") - dot)
             gl.store(dx_row + held_cols, dx.to(dx_ptr.dtype.element_ty), mask=held_cols < n_cols)
             held = load_held(y_ptr, row + step, n_rows, y_row_stride, held_cols, n_cols, 0.0)
+        dy_next = _dy_chunk(dy_row, offs, n_cols, "evict_first")
         for c in gl.static_range(CHUNKS):
             cols = c * CHUNK + offs
-            dx = read_chunk(buf, c, layout) * (_dy_chunk(dy_row, cols, n_cols, "evict_first") - dot)
+            dy = dy_next
+            if c + 1 < CHUNKS:
+                dy_next = _dy_chunk(dy_row, cols + CHUNK, n_cols, "evict_first")
+            dx = read_chunk(buf, c, layout) * (dy - dot)
             gl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=cols < n_cols)
             release_chunk(y_desc, buf, ready, row + step, c, c, n_rows)
         phase ^= 1
@@ -738,7 +748,11 @@ STAGED_WARPS = 16
 # 40960 0.864 / 0.835 / 0.729 / 0.597; NVIDIA H100 80GB HBM3 4096 x 65536 0.812 / 0.772 / 0.666 /
 # 0.612, 4096 x 40960 0.856 / 0.835 / 0.703 / 0.586. Without the hints that keep dy in L2 for its
 # second read, 32 warps ran at 0.771 and 0.790 on the H100. The staged 16-bit pair reaches 0.95;
-# float32 rows still read dy a second time, if from L2.
+# float32 rows still read dy a second time, if from L2. Loading dy a chunk ahead of its use, in
+# both passes, then gained in three interleaved H200 runs (same versions and day), before ->
+# after: 4096 x 65536 0.803 -> 0.809, 0.808 -> 0.813, 0.810 -> 0.818; 4096 x 40960 0.862 ->
+# 0.878, 0.864 -> 0.881, 0.868 -> 0.888; 4096 x 49152 0.813 -> 0.845, 0.819 -> 0.852, 0.821 ->
+# 0.859 (sm_90, triton 3.6: 64 registers a thread and 8 bytes of stack with a held chunk).
 STAGED_RELOAD_WARPS = 32
 # Shorter 16-bit rows stay fused. Staged as a ring of 2 to 8 whole rows a program, copied that many
 # rows ahead, in 1, 2 or 4 programs an SM of 4, 8 or 16 warps, the best of those lost or tied
