@@ -223,13 +223,21 @@ def allocate_ring(x_desc, SLOTS: gl.constexpr, layout: gl.constexpr):
 
 
 @gluon.jit
-def open_ring(x_desc, CHUNKS: gl.constexpr, row, n_rows, layout: gl.constexpr):
-    # The ring of a staged kernel of one tensor, chunk c in slot c, the copy of the program's first
-    # row started.
+def open_ring(x_desc, x_ptr, row, n_rows, n_cols, x_row_stride, CHUNKS: gl.constexpr, HELD: gl.constexpr,
+              layout: gl.constexpr, other: gl.constexpr):
+    # The start of a staged kernel of one tensor: its ring (chunk c in slot c) with the copy of
+    # the program's first row, `row`, started; each element's column within a chunk; the columns
+    # of the chunk after the staged ones; and, with HELD, that chunk of `row` (see load_held; zeros,
+    # never read, without HELD).
     buf, ready, offs = allocate_ring(x_desc, CHUNKS, layout)
     for c in gl.static_range(CHUNKS):
         stage_chunk(x_desc, buf, ready, row, c, c, n_rows)
-    return buf, ready, offs
+    held_cols = CHUNKS * x_desc.block_type.shape[1] * x_desc.block_type.shape[2] + offs
+    if HELD:
+        held = load_held(x_ptr, row, n_rows, x_row_stride, held_cols, n_cols, other)
+    else:
+        held = gl.zeros(offs.shape, gl.float32, layout)
+    return buf, ready, offs, held_cols, held
 
 
 @gluon.jit

@@ -346,10 +346,7 @@ def rms_norm_fwd_staged_kernel(
     layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
     pid = gl.program_id(0)
     step = gl.num_programs(0)
-    buf, ready, offs = open_ring(x_desc, CHUNKS, pid, M, layout)
-    held_cols = CHUNKS * CHUNK + offs
-    if HELD:
-        held = load_held(x_ptr, pid, M, stride_x, held_cols, N, 0.0)
+    buf, ready, offs, held_cols, held = open_ring(x_desc, x_ptr, pid, M, N, stride_x, CHUNKS, HELD, layout, 0.0)
     phase = 0
     for row in range(pid, M, step):
         s = gl.zeros([CHUNK_R, W], gl.float32, layout)

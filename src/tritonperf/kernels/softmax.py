@@ -465,10 +465,8 @@ def softmax_fwd_staged_kernel(x_desc, x_ptr, y_ptr, n_rows, n_cols, x_row_stride
     pid = gl.program_id(0)
     step = gl.num_programs(0)
     # offs: columns within a chunk; past n_cols the copy filled zeros, read as -inf.
-    buf, ready, offs = open_ring(x_desc, CHUNKS, pid, n_rows, layout)
-    held_cols = CHUNKS * CHUNK_R * W + offs
-    if HELD:
-        held = load_held(x_ptr, pid, n_rows, x_row_stride, held_cols, n_cols, float("-inf"))
+    buf, ready, offs, held_cols, held = open_ring(x_desc, x_ptr, pid, n_rows, n_cols, x_row_stride, CHUNKS, HELD,
+                                                  layout, float("-inf"))
     phase = 0
     for row in range(pid, n_rows, step):
         m = gl.max(gl.full([CHUNK_R], float("-inf"), gl.float32, layout=gl.SliceLayout(1, layout)), axis=0)
@@ -567,10 +565,8 @@ def softmax_bwd_staged_y_kernel(y_desc, y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y
     layout: gl.constexpr = chunk_layout(WARPS, y_desc.dtype.primitive_bitwidth)
     pid = gl.program_id(0)
     step = gl.num_programs(0)
-    buf, ready, offs = open_ring(y_desc, CHUNKS, pid, n_rows, layout)
-    held_cols = CHUNKS * CHUNK + offs
-    if HELD:
-        held = load_held(y_ptr, pid, n_rows, y_row_stride, held_cols, n_cols, 0.0)
+    buf, ready, offs, held_cols, held = open_ring(y_desc, y_ptr, pid, n_rows, n_cols, y_row_stride, CHUNKS, HELD,
+                                                  layout, 0.0)
     phase = 0
     for row in range(pid, n_rows, step):
         dy_row = dy_ptr + row.to(gl.int64) * dy_row_stride
