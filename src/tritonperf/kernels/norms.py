@@ -795,6 +795,17 @@ FWD_FLOAT32_LONG = (24576, 32768)
 FWD_STAGED_N = (32768, 65536)
 FWD_STAGED_CHUNK_RUNS = 64
 FWD_STAGED_WARPS = 16
+# The tiled backward's second read of x and dy was meant to come from L2 in a one-kernel version,
+# tried and not kept: the same column tiles, the rows in bands of about 60 (two bands fit in half
+# of L2); each program wrote its sums for band b, counted itself done on a counter of its band and
+# row group, waited for its group's counter of band b - 1 to be full, and wrote dx for that band
+# (a cooperative launch, so that every program runs at once). Interleaved H200 runs (triton 3.6,
+# torch 2.11, 2026-11-24, layer norm bfloat16 4096 x 65536, fractions of the copy ceiling): two
+# kernels 0.570-0.576; one kernel, 5 programs an SM, 0.506-0.532, and 0.523 with the wait left out
+# (wrong gradients, timing only): the waits were not the cost. Under Nsight Compute it read 1.46 GB
+# from memory (the two kernels 2.15 GB, one read 1.07 GB) and took 851 us against 325 + 403 us,
+# its warps stalled on loads: a program's rows of a band are too few for its loads to overlap. With
+# fewer programs an SM and longer pipelined loops: 0.10-0.44.
 BWD_TILED = (2048, 1, 4)
 # The backward that holds rows in registers runs this many programs per SM, each over a contiguous
 # group of rows, whatever more the SM could hold: every program adds a row of partial weight sums
