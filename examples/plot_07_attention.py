@@ -309,9 +309,10 @@ print(f"in this run attention_config gives {attention_config(D, False, torch.flo
 # program's keys into three ranges. Key blocks left of the query block's first row are seen
 # whole by every row, and run without a mask. The band of blocks on the diagonal is masked.
 # Blocks right of it are never loaded. ``BLOCK_M`` is a multiple of ``BLOCK_N``, so the band is
-# made of whole key blocks. Programs with the most work are launched first, so that short ones
-# fill the gaps at the end. The map below follows those rules for the table's configuration at
-# ``D = 128`` and ``N = 1024``:
+# made of whole key blocks. Programs start in groups of heads (``CAUSAL_HEAD_GROUP``): every head's
+# longest program in the group, then every head's next longest, and so on. The short ones then
+# fill the gaps at the end, and a group's keys and values stay in L2 while its programs run. The
+# map below follows the block rules for the table's configuration at ``D = 128`` and ``N = 1024``:
 
 cfg = FWD_CONFIGS[(128, True, torch.float16)]
 n_map = 1024

@@ -20,6 +20,8 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 from conftest import ON_GPU, gpu_only
 
 from tritonperf import asm, runtime
@@ -38,6 +40,7 @@ from tritonperf.kernels.attention import (
     FWD_WS_CONFIGS,
     HEAD_DIMS,
     INTERPRETER_CONFIGS,
+    _causal_order,
     attention,
     attention_bwd,
     attention_bytes,
@@ -384,6 +387,29 @@ def test_lesson_steps_reject_what_attention_rejects(device):
 def test_naive_scores_bytes():
     assert naive_scores_bytes(4, 32, 4096) == 4 * 32 * 4096 * 4096 * 2 == 4 << 30
     assert naive_scores_bytes(1, 1, 10, torch.float32) == 400
+
+
+@triton.jit
+def _order_probe_kernel(rank_ptr, head_ptr, HEAD_GROUP: tl.constexpr):
+    i = tl.program_id(0)
+    zh = tl.program_id(1)
+    start = zh * tl.num_programs(0) + i  # the place in the order programs start in
+    rank, head = _causal_order(i, zh, tl.num_programs(0), tl.num_programs(1), HEAD_GROUP)
+    tl.store(rank_ptr + start, rank)
+    tl.store(head_ptr + start, head)
+
+
+# 5 x 7 in groups of 3 ends with a group of one head; 3 x 2 in groups of 16 is one group of two.
+@pytest.mark.parametrize("n_i, n_zh, group", [(5, 7, 1), (5, 7, 3), (4, 8, 4), (3, 2, 16)])
+def test_causal_order_starts_each_groups_programs_rank_by_rank(n_i, n_zh, group, device):
+    rank = torch.full((n_i * n_zh,), -1, dtype=torch.int32, device=device)
+    head = torch.full_like(rank, -1)
+    _order_probe_kernel[(n_i, n_zh)](rank, head, HEAD_GROUP=group)
+    started = list(zip(head.tolist(), rank.tolist(), strict=True))
+    assert sorted(started) == [(h, r) for h in range(n_zh) for r in range(n_i)]  # every program once
+    for first in range(0, n_zh, group):
+        heads = range(first, min(first + group, n_zh))
+        assert started[first * n_i:(heads[-1] + 1) * n_i] == [(h, r) for r in range(n_i) for h in heads]
 
 
 # -- configurations and compiled code --------------------------------------------------------------

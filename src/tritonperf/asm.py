@@ -250,12 +250,22 @@ def _jit_options(interpreted: object) -> dict:
     return {k: v for k, v in given.items() if k in accepted and k != "fn"}
 
 
+def _is_gluon_calling_interpreted(obj: object) -> bool:
+    """A ``@gluon.jit`` function whose module holds interpreted ``@triton.jit`` helpers it may call."""
+    return type(obj).__name__ == "GluonJITFunction" and any(_is_interpreted(v) for v in obj.fn.__globals__.values())
+
+
 def _compilable_value(value: object) -> object:
-    return _as_jit(value.fn, _jit_options(value)) if _is_interpreted(value) else value
+    if _is_interpreted(value):
+        return _as_jit(value.fn, _jit_options(value))
+    if _is_gluon_calling_interpreted(value):
+        return _as_jit(value.fn, {"noinline": value.noinline}, type(value))
+    return value
 
 
-def _as_jit(fn: types.FunctionType, options: dict | None = None):
-    """A JITFunction made from the Python function ``fn``, whose interpreted callees are made compilable too."""
+def _as_jit(fn: types.FunctionType, options: dict | None = None, cls: type | None = None):
+    """A JITFunction (or ``cls``, a subclass) made from the Python function ``fn``, whose interpreted
+    callees are made compilable too."""
     from triton.runtime.jit import JITFunction
 
     if fn in _converted:
@@ -272,10 +282,10 @@ def _as_jit(fn: types.FunctionType, options: dict | None = None):
     clone = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, closure)
     clone.__module__, clone.__qualname__, clone.__doc__ = fn.__module__, fn.__qualname__, fn.__doc__
     clone.__kwdefaults__, clone.__annotations__ = fn.__kwdefaults__, fn.__annotations__
-    _converted[fn] = jit = JITFunction(clone, **(options or {}))
+    _converted[fn] = jit = (cls or JITFunction)(clone, **(options or {}))
     if fresh:  # the helpers a kernel calls by name live in the same globals: convert them all, once
         for name, value in list(scope.items()):
-            if _is_interpreted(value):
+            if _is_interpreted(value) or _is_gluon_calling_interpreted(value):
                 scope[name] = _compilable_value(value)
     return jit
 
@@ -290,6 +300,9 @@ def jit_function(kernel: object):
 
     obj = kernel
     for _ in range(8):  # autotune(heuristics(jit(fn))) at most nests a few levels deep
+        if _is_gluon_calling_interpreted(obj):  # in interpreter mode: its @triton.jit helpers are interpreted
+            with _lock:
+                return _compilable_value(obj)
         if isinstance(obj, JITFunction):
             return obj
         if _is_interpreted(obj):
