@@ -311,8 +311,9 @@ print(f"in this run attention_config gives {attention_config(D, False, torch.flo
 # Blocks right of it are never loaded. ``BLOCK_M`` is a multiple of ``BLOCK_N``, so the band is
 # made of whole key blocks. Programs start in groups of heads (``CAUSAL_HEAD_GROUP``): every head's
 # longest program in the group, then every head's next longest, and so on. The short ones then
-# fill the gaps at the end, and a group's keys and values stay in L2 while its programs run. The
-# map below follows the block rules for the table's configuration at ``D = 128`` and ``N = 1024``:
+# fill the gaps at the end, and the programs that read one head's keys and values run close
+# together in time, while L2 still holds them. The map below follows the block rules for the
+# table's configuration at ``D = 128`` and ``N = 1024``:
 
 cfg = FWD_CONFIGS[(128, True, torch.float16)]
 n_map = 1024

@@ -492,11 +492,11 @@ def attention_fwd_ws_kernel(
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, HEAD_GROUP: gl.constexpr = 1,
 ):
-    # Program (i, z * H + h) (causal: renumbered by _causal_order): query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of head h of batch z, ROWS
-    # of them per consumer warpgroup. q_desc ... o_desc are host-built descriptors of the whole 4-D
-    # tensors, in blocks of 1 x 1 x rows x D (ROWS rows for q and o). The launch's 4 warps are the first
-    # consumer; the other consumers (4 warps each) and the loader (1 warp) are extra warps, given
-    # CONSUMER_REGS and LOADER_REGS registers a thread.
+    # Program (i, z * H + h) (causal: renumbered by _causal_order): query rows [i * BLOCK_M,
+    # (i + 1) * BLOCK_M) of head h of batch z, ROWS of them per consumer warpgroup. q_desc ... o_desc
+    # are host-built descriptors of the whole 4-D tensors, in blocks of 1 x 1 x rows x D (ROWS rows
+    # for q and o). The launch's 4 warps are the first consumer; the other consumers (4 warps each)
+    # and the loader (1 warp) are extra warps, given CONSUMER_REGS and LOADER_REGS registers a thread.
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
     CONSUMERS: gl.constexpr = BLOCK_M // ROWS
     pid = gl.program_id(0)
@@ -1112,10 +1112,10 @@ _FWD_WS_TILES = {
 # run and 0.91 / 0.91 in another; from 2048 (full) and 8192 (causal) the warp-specialized kernel leads.
 WS_MIN_LENGTH = {(64, False): 2048, (64, True): 8192}
 WS_LOADER_REGISTERS = 24
-# Heads per group in the order causal programs start (_causal_order). One head at a time, as
-# before, a head's long programs started among the previous head's short ones, and the last head's
-# long ones ran on alone at the end; all heads in one group lose the cache (a head's programs read
-# the same keys and values, and start one group apart). Measured on an NVIDIA H200 (triton 3.6,
+# Heads per group in the order causal programs start (_causal_order). One head at a time (the
+# order before), the last head's long programs ran on alone at the end; with every head in one
+# group, a head's programs start a whole group apart and find its keys and values gone from L2.
+# Measured on an NVIDIA H200 (triton 3.6,
 # torch 2.11, 2026-11-24, float16, B·N = 16k tokens, H·D = 2048, causal, one interleaved run per
 # shape, ratio to cuDNN, one head / 16 heads / all in one group): forward D = 64, N = 1024 0.86 /
 # 0.88 / 0.69, 4096 0.87 / 0.95 / 0.86, 16384 1.07 / 1.11 / 1.09; D = 128, 1024 0.74 / 0.85 /
@@ -1495,11 +1495,9 @@ def _out_dtype(q: torch.Tensor, out_dtype: torch.dtype | None) -> torch.dtype:
     return out_dtype
 
 
-def _head_group(k: torch.Tensor, causal: bool) -> int:
-    """Heads per group in the order causal programs start (see ``_causal_order``)."""
-    if not causal:
-        return 1
-    return CAUSAL_HEAD_GROUP
+def _head_group(causal: bool) -> int:
+    """Heads per group in the order causal programs start (see ``_causal_order``); 1 when all programs are alike."""
+    return CAUSAL_HEAD_GROUP if causal else 1
 
 
 def _forward(
@@ -1523,7 +1521,7 @@ def _forward(
         attention_fwd_ws_kernel[(triton.cdiv(n, cfg.block_m), b * h)](
             *srcs, lse, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
-            CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(k, causal),
+            CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal),
             num_warps=cfg.num_warps,
         )
         return o, lse
@@ -1539,7 +1537,7 @@ def _forward(
         *srcs, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(o),
         h, n, h // k.shape[1], sm_scale * LOG2E,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, IS_CAUSAL=causal, TMA=method == "tma",
-        SKIP_BLOCKS=skip_masked_blocks, HEAD_GROUP=_head_group(k, causal), num_warps=cfg.num_warps,
+        SKIP_BLOCKS=skip_masked_blocks, HEAD_GROUP=_head_group(causal), num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
     return o, lse
@@ -1585,12 +1583,12 @@ def _backward(do, q, k, v, o, lse, causal, sm_scale, dq=None, dk=None, dv=None, 
     attention_bwd_dkdv_kernel[(triton.cdiv(n, kv.block_n), b * h_kv)](
         *kv_srcs, *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dk), *_strides(dv), *common,
         BLOCK_M=kv.block_m, BLOCK_N=kv.block_n, HEAD_DIM=d, IS_CAUSAL=causal, TMA=tma,
-        HEAD_GROUP=_head_group(k, causal), num_warps=kv.num_warps, num_stages=kv.num_stages,
+        HEAD_GROUP=_head_group(causal), num_warps=kv.num_warps, num_stages=kv.num_stages,
     )
     attention_bwd_dq_kernel[(triton.cdiv(n, qc.block_m), b * h)](
         *q_srcs, *_strides(q), *_strides(k), *_strides(v), *_strides(do), *_strides(dq), *common,
         BLOCK_M=qc.block_m, BLOCK_N=qc.block_n, HEAD_DIM=d, IS_CAUSAL=causal, TMA=tma,
-        HEAD_GROUP=_head_group(k, causal), num_warps=qc.num_warps, num_stages=qc.num_stages,
+        HEAD_GROUP=_head_group(causal), num_warps=qc.num_warps, num_stages=qc.num_stages,
     )
     return dq, dk, dv
 
@@ -1609,7 +1607,7 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
         _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d),
         h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
         NUM_STAGES=cfg.num_stages, DS_STAGES=BWD_WS_DS_STAGES, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"],
-        LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(k, causal), num_warps=cfg.num_warps,
+        LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal), num_warps=cfg.num_warps,
     )
     dq.copy_(dq32)
 
