@@ -314,7 +314,8 @@ def test_warp_specialized_method_choice(device):
         q32, k32, v32 = (t[..., :32].contiguous() for t in (q, k, v))
         assert attn._fwd_method("auto", q32, k32, v32, torch.empty_like(q32), False) == "pointers"
         # At D = 64 short sequences keep the TMA kernel (WS_MIN_LENGTH).
-        for causal, shortest in ((False, 2048), (True, 8192)):
+        for causal in (False, True):
+            shortest = attn.WS_MIN_LENGTH[(64, causal)]
             for n, expected in ((shortest - 1, "tma"), (shortest, "warp_specialized")):
                 q64 = torch.empty((1, 1, n, 64), dtype=torch.float16, device=device)
                 assert attn._fwd_method("auto", q64, q64, q64, q64, causal) == expected, (n, causal)

@@ -1110,7 +1110,12 @@ _FWD_WS_TILES = {
 # At D = 64 short sequences run faster in the TMA kernel (same runs, H200, float16, ratio to cuDNN
 # ws / tma): N = 1024 0.82 / 0.87, causal 1024 0.47 / 0.91, 2048 0.66 / 0.91, 4096 0.85 / 0.91 in one
 # run and 0.91 / 0.91 in another; from 2048 (full) and 8192 (causal) the warp-specialized kernel leads.
-WS_MIN_LENGTH = {(64, False): 2048, (64, True): 8192}
+# Once causal programs started in head groups (CAUSAL_HEAD_GROUP), the warp-specialized kernel led
+# from 4096 (H200, triton 3.6, torch 2.11, 2026-11-24, causal, two interleaved runs, ratio to cuDNN
+# tma / ws): float16 N = 2048 0.917 / 0.834 and 0.915 / 0.831, 4096 0.917 / 0.956 and 0.925 /
+# 0.951, 8192 0.940 / 1.069 and 0.947 / 1.081; bfloat16 2048 0.922 / 0.840 and 0.917 / 0.829,
+# 4096 0.929 / 0.958 and 0.935 / 0.959, 8192 0.947 / 1.074 and 0.944 / 1.076.
+WS_MIN_LENGTH = {(64, False): 2048, (64, True): 4096}
 WS_LOADER_REGISTERS = 24
 # Heads per group in the order causal programs start (_causal_order). One head at a time (the
 # order before), the last head's long programs ran on alone at the end; with every head in one
