@@ -467,7 +467,7 @@ def test_forward_compiles_to_wgmma_without_spills_for_hopper(dtype, ptr, mma, tm
     else:
         sig = {"q_src": f"*{ptr}", "k_src": f"*{ptr}", "v_src": f"*{ptr}", "o_src": f"*{out}", "lse_ptr": "*fp32"}
     consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": causal, "GROUP": 1,
-              "TMA": tma, "SKIP_BLOCKS": True}
+              "TMA": tma, "SKIP_BLOCKS": True, "HEAD_GROUP": attn._head_group(causal)}
     for t in "qkvo":
         for dim in ("z", "h", "n" if t in "kv" else "m"):
             sig[f"stride_{t}{dim}"] = "i32"
@@ -504,7 +504,8 @@ def test_backward_with_descriptors_compiles_to_wgmma_without_spills_for_hopper(k
     rows |= {"dk": cfg.block_n, "dv": cfg.block_n} if kernel == "dkdv" else {"dq": cfg.block_m}
     sig = {f"{t}_src": f"tensordesc<fp16[1,1,{n},128]>" for t, n in rows.items()}
     sig |= {"lse_ptr": "*fp32", "delta_ptr": "*fp32"}
-    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": causal, "GROUP": 1, "TMA": True}
+    consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "HEAD_DIM": 128, "IS_CAUSAL": causal, "GROUP": 1, "TMA": True,
+              "HEAD_GROUP": attn._head_group(causal)}
     for t in rows:  # with descriptors the kernels read no strides: fixed, to leave them out of the signature
         consts |= {f"stride_{t}{dim}": 0 for dim in ("z", "h", "m" if t in ("q", "do", "dq") else "n", "k")}
     sig |= {"H": "i32", "N": "i32", "sm_scale": "fp32", "qk_scale": "fp32"}
@@ -544,7 +545,7 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
            "H": "i32", "N": "i32", "GROUP": "i32", "qk_scale": "fp32"}
     regs = attn.ws_registers(cfg.block_m // attn.WS_ROWS)
     consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages, "IS_CAUSAL": causal,
-              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"]}
+              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"], "HEAD_GROUP": attn._head_group(causal)}
     compiled = asm.compile_for_hopper(attn.attention_fwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
     ptx = compiled.ptx
     assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
@@ -586,7 +587,7 @@ def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
             "GROUP": "i32", "sm_scale": "fp32", "qk_scale": "fp32"}
     regs = attn.ws_registers(2)
     consts = {"NUM_STAGES": cfg.num_stages, "DS_STAGES": attn.BWD_WS_DS_STAGES, "IS_CAUSAL": causal,
-              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"]}
+              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"], "HEAD_GROUP": attn._head_group(causal)}
     compiled = asm.compile_for_hopper(attn.attention_bwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
     ptx = compiled.ptx
     assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
