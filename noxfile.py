@@ -39,7 +39,7 @@ def docs(session: nox.Session) -> None:
     install(session, "docs")
     session.run("sphinx-build", "-n", "-W", "--keep-going", "-b", "html", "docs", HTML, *session.posargs)
     session.log(f"site built: {HTML}/index.html")
-    session.run("pytest", "tests/site", "-p", "no:cacheprovider")
+    session.run("pytest", "tests/site", "-p", "no:cacheprovider", env={"TRITONPERF_SITE_CHECK": "required"})
 
 
 @nox.session
