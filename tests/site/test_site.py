@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
@@ -31,7 +32,7 @@ import pytest
 REQUIRED = os.environ.get("TRITONPERF_SITE_CHECK") == "required"
 
 
-def cannot_check(reason: str) -> None:
+def cannot_check(reason: str) -> NoReturn:
     """Fail with ``reason`` where the site check is required, else skip."""
     if REQUIRED:
         pytest.fail(reason, pytrace=False)
