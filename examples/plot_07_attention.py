@@ -52,9 +52,11 @@ from tritonperf.kernels.attention import (
     BWD_DKDV_TMA_CONFIGS,
     BWD_DQ_CONFIGS,
     BWD_DQ_TMA_CONFIGS,
+    BWD_WS_KV_REGISTERS,
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
     FWD_WS_CONFIGS,
+    FWD_WS_Q_REGISTERS,
     WS_MIN_LENGTH,
     WS_ROWS,
     _descriptor,
@@ -540,6 +542,19 @@ for d in (128, 64):
           f"{scores} 16-bit probabilities ({scores // 2} registers)")
 
 # %%
+# A :term:`wgmma` reads its B operand from shared memory and its A operand from shared memory or
+# registers. ``Q`` is the A operand of every ``S = Q Kᵀ`` of a consumer's loop, the same tile at
+# every block: loaded into registers once, it stops costing shared-memory reads at each block.
+# At ``D = 128`` that is 32 more registers a thread (a 64 x 128 tile of 16-bit values over 128
+# threads), which the two consumers' 240 have room for; without a mask the kernel then ran 1.0-2.6%
+# faster at every length, and with one within ±1.3%, in H200 runs of 2026-11-24 (triton 3.6.0,
+# float16 and bfloat16). At ``D = 64`` the three consumers' 160 registers do not have room: the
+# compiler spilled, and the kernel ran at 0.57-0.62 of cuDNN's speed instead of 0.95-1.11.
+# ``FWD_WS_Q_REGISTERS`` holds the choice by head dim:
+
+print({d: ("registers" if on else "shared memory") for d, on in FWD_WS_Q_REGISTERS.items()})
+
+# %%
 # Inside a consumer, each step of the loop overlaps two blocks. It issues ``S_{j+1} = Q K_{j+1}ᵀ``
 # and ``O += P_j V_j``, both asynchronous :term:`wgmma`. The matmuls of one warpgroup finish in
 # the order they were issued, so ``warpgroup_mma_wait(1, ...)``, which waits until at most one is
@@ -722,6 +737,17 @@ for n in (1024, SEQ_LENS[-1]):
     added = (n // (2 * WS_ROWS)) * b * h * n * 128 * 4
     inputs = 4 * b * h * n * 128 * 2
     print(f"N = {n:5}, D = 128: {added / GB:5.1f} GB added into dQ, {added / inputs:4.0f} x the bytes of q, k, v and dO")
+
+# %%
+# In the backward, a consumer's ``K`` and ``V`` are the A operands of ``Sᵀ = K Qᵀ`` and
+# ``dPᵀ = V dOᵀ`` at every query block, and they can move to registers as ``Q`` did in the
+# forward. At ``D = 64`` both take 32 registers a thread, and the kernel ran 1.6-4.7% faster at
+# every shape of the benchmark (N = 2048 ... 16384, causal and not, float16 and bfloat16; H200,
+# 2026-11-24, triton 3.6.0). At ``D = 128``, ``K`` alone takes 32 registers next to the 128 of
+# ``dK`` and ``dV``: the compiler spilled inside the loop and the kernel lost 24-27%, so it keeps
+# both in shared memory (``BWD_WS_KV_REGISTERS``: 0 neither, 1 ``K``, 2 both):
+
+print(BWD_WS_KV_REGISTERS)
 
 # %%
 # The consumer's loop, in Gluon:

@@ -452,6 +452,17 @@ def test_every_head_dim_causality_and_dtype_has_a_configuration():
 MISSING = asm.cuda_compiler_missing()
 
 
+def wgmma_a_sources(ptx: str) -> dict[str, int]:
+    """How many wgmma instructions of ``ptx`` take their A operand from registers, and how many from shared memory."""
+    sources = {"registers": 0, "shared": 0}
+    for instr in re.findall(r"wgmma\.mma_async[^;]*;", ptx):
+        operands = instr.split(None, 1)[1]
+        # {D registers}, then A: a brace group of registers, or one 64-bit shared-memory descriptor.
+        a = operands[operands.index("}") + 1:].lstrip(" ,\t\n")
+        sources["registers" if a.startswith("{") else "shared"] += 1
+    return sources
+
+
 @pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
 @pytest.mark.parametrize("dtype, ptr, mma, tma, causal", [
     (torch.float16, "fp16", ".f16.f16", False, True), (torch.float16, "fp16", ".f16.f16", True, True),
@@ -544,11 +555,16 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
     sig = {"q_desc": q_type, "k_desc": kv_type, "v_desc": kv_type, "o_desc": q_type, "lse_ptr": "*fp32",
            "H": "i32", "N": "i32", "GROUP": "i32", "qk_scale": "fp32"}
     regs = attn.ws_registers(cfg.block_m // attn.WS_ROWS)
+    q_regs = attn.FWD_WS_Q_REGISTERS[head_dim]
     consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages, "IS_CAUSAL": causal,
-              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"], "HEAD_GROUP": attn._head_group(causal)}
+              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"], "HEAD_GROUP": attn._head_group(causal),
+              "Q_REGS": q_regs}
     compiled = asm.compile_for_hopper(attn.attention_fwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
     ptx = compiled.ptx
     assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
+    # P enters P V from registers always; Q enters Q Kᵀ from registers where the table says so.
+    sources = wgmma_a_sources(ptx)
+    assert sources["registers"] > 0 and (sources["shared"] == 0) == q_regs, sources
     # The overlap: a wait that leaves one MMA running (P V) while the softmax of the next scores runs.
     assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+1;", ptx), "every MMA is waited for at once"
     # Each partition gets the registers asked for; the ring, the query blocks and barriers fit on an SM.
@@ -557,10 +573,12 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
     assert compiled.shared_bytes <= 227 * 1024
     if compiled.resources is None:
         pytest.skip("this Triton carries no cuobjdump")
-    # Three consumers run at 160 registers: triton 3.6 fits them (no stack frame, as the two consumers
-    # at 240 with every version); triton 3.9 keeps a frame of 152 bytes (full) or none (causal). The
-    # bound lets that stand and catches heavier spilling.
-    spill_limit = 160 if cfg.block_m // attn.WS_ROWS == 3 else 0
+    # Three consumers run at 160 registers: triton 3.6 fits them (no stack frame); triton 3.9 keeps a
+    # frame of 152 bytes (full) or none (causal). Two consumers at 240 registers fit with every
+    # version, but with Q's 32 registers a thread (D = 128) triton 3.6 keeps a frame of 8 bytes (full)
+    # or none (causal), triton 3.9 112 (full) or 8 (causal). The bound lets these stand and catches
+    # heavier spilling.
+    spill_limit = 160 if cfg.block_m // attn.WS_ROWS == 3 else 128 if q_regs else 0
     assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= spill_limit, (
         f"the warp-specialized forward spills registers: {compiled.resources}"
     )
@@ -586,10 +604,16 @@ def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
     sig |= {"lse2_desc": row_type, "delta_desc": row_type, "dq_desc": dq_type, "H": "i32", "N": "i32", "N_PAD": "i32",
             "GROUP": "i32", "sm_scale": "fp32", "qk_scale": "fp32"}
     regs = attn.ws_registers(2)
+    kv_regs = attn.BWD_WS_KV_REGISTERS[head_dim]
     consts = {"NUM_STAGES": cfg.num_stages, "DS_STAGES": attn.BWD_WS_DS_STAGES, "IS_CAUSAL": causal,
-              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"], "HEAD_GROUP": attn._head_group(causal)}
+              "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"], "HEAD_GROUP": attn._head_group(causal),
+              "KV_REGS": kv_regs}
     compiled = asm.compile_for_hopper(attn.attention_bwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
     ptx = compiled.ptx
+    if kv_regs:  # K (and V) in registers: Sᵀ = K Qᵀ (and dPᵀ = V dOᵀ) stop reading A from shared memory
+        plain = asm.compile_for_hopper(attn.attention_bwd_ws_kernel, sig, consts | {"KV_REGS": 0}, num_warps=cfg.num_warps)
+        on, off = wgmma_a_sources(ptx), wgmma_a_sources(plain.ptx)
+        assert on["shared"] < off["shared"] and on["registers"] > off["registers"], (on, off)
     assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
     # dQ leaves through the TMA's reduce-add (adding float32 in L2), not through per-thread atomics.
     assert re.search(r"cp\.reduce\.async\.bulk\.tensor\S*\.add", ptx), "no TMA reduce-add of dQ"

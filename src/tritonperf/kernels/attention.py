@@ -398,7 +398,7 @@ def _ws_pass(turn, me):
 
 @gluon.jit
 def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr,
-                z, h, zh, m0, N, n_loaded, qk_scale, causal, me):
+                z, h, zh, m0, N, n_loaded, qk_scale, causal, me, Q_REGS: gl.constexpr):
     # A consumer warpgroup: rows [m0, m0 + ROWS) of head h of batch z, against the n_loaded key
     # blocks its program loads; causal, it reads only the blocks up to its own last row.
     ROWS: gl.constexpr = q_smem.shape[2]
@@ -427,9 +427,13 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
     # Block 0 alone: its scores, then its softmax. Masked whatever the block: where nothing is
     # hidden the mask changes nothing, and the block may be the last one.
     mbarrier.wait(q_bar, 0)
+    if Q_REGS:  # Q as the A operand of every S = Q Kᵀ from registers: read from shared memory once
+        qa = q.load(gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
+    else:
+        qa = q
     mbarrier.wait(k_ready.index(0), 0)
     _ws_turn(turn, me, 0)
-    s = warpgroup_mma(q, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
+    s = warpgroup_mma(qa, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
                       use_acc=False, is_async=True)
     _ws_pass(turn, me)
     s = warpgroup_mma_wait(0, deps=(s,))
@@ -441,7 +445,7 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
         prev = (j - 1) % NUM_STAGES
         mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
         _ws_turn(turn, me, j)
-        s = warpgroup_mma(q, k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
+        s = warpgroup_mma(qa, k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
                           use_acc=False, is_async=True)
         mbarrier.wait(v_ready.index(prev), ((j - 1) // NUM_STAGES) & 1)
         acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
@@ -490,7 +494,7 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
 def attention_fwd_ws_kernel(
     q_desc, k_desc, v_desc, o_desc, lse_ptr, H, N, GROUP, qk_scale,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr,
-    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, HEAD_GROUP: gl.constexpr = 1,
+    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, HEAD_GROUP: gl.constexpr = 1, Q_REGS: gl.constexpr = False,
 ):
     # Program (i, z * H + h) (causal: renumbered by _causal_order): query rows [i * BLOCK_M,
     # (i + 1) * BLOCK_M) of head h of batch z, ROWS of them per consumer warpgroup. q_desc ... o_desc
@@ -536,20 +540,20 @@ def attention_fwd_ws_kernel(
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0)),
+                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0, Q_REGS)),
             (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1)),
+                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1, Q_REGS)),
             (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
                         z, h, h // GROUP, m0, n_blocks)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0)),
+                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0, Q_REGS)),
             (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1)),
+                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1, Q_REGS)),
             (_ws_consume, (q_smem.index(2), k_smem, v_smem, q_bars.index(2), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0 + 2 * ROWS, N, n_blocks, qk_scale, causal, c0 + 2)),
+                           turn, o_desc, lse_ptr, z, h, zh, m0 + 2 * ROWS, N, n_blocks, qk_scale, causal, c0 + 2, Q_REGS)),
             (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
                         z, h, h // GROUP, m0, n_blocks)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOADER_REGS])
@@ -862,7 +866,7 @@ def _ws_bwd_load(q_desc, k_desc, v_desc, do_desc, lse2_desc, delta_desc, q_smem,
 @gluon.jit
 def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, ds_smem, dq_smem,
                     q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
-                    z, h_kv, GROUP, n0c, j_start, n_q, qk_scale, sm_scale, causal, c):
+                    z, h_kv, GROUP, n0c, j_start, n_q, qk_scale, sm_scale, causal, c, KV_REGS: gl.constexpr):
     # Consumer c: key rows [n0c, n0c + ROWS) (its K_c, V_c), computed transposed (keys along the
     # tile rows) as in attention_bwd_dkdv_kernel. k_0, k_1: the columns of both consumers' K buffers
     # that this consumer's dQ reads (all of them, or its half when the dQ is split), with both
@@ -891,6 +895,17 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
     no_dq = gl.zeros([ROWS, DQ_COLS], gl.float32, layout=dq_layout)
     mbarrier.wait(kv_bars.index(0), 0)
     mbarrier.wait(kv_bars.index(1), 0)
+    # With KV_REGS, K (1) or K and V (2) enter Sᵀ = K Qᵀ and dPᵀ = V dOᵀ from registers, read from
+    # shared memory once instead of at every query block; the buffers stay for the dQ and the output.
+    st_a: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2)
+    if KV_REGS >= 1:
+        ka = k.load(st_a)
+    else:
+        ka = k
+    if KV_REGS >= 2:
+        va = v.load(st_a)
+    else:
+        va = v
 
     nj = n_q - j_start  # query blocks per query head
     for it in range(GROUP * nj):  # (query head, query block) pairs, in the loader's order
@@ -901,9 +916,9 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
         qs = q_smem.index(slot).reshape([ROWS, HEAD_DIM])
         dos = do_smem.index(slot).reshape([ROWS, HEAD_DIM])
         mbarrier.wait(q_ready.index(slot), ph)
-        st = warpgroup_mma(k, qs.permute((1, 0)), no_scores, use_acc=False, is_async=True)  # Sᵀ = K Qᵀ
+        st = warpgroup_mma(ka, qs.permute((1, 0)), no_scores, use_acc=False, is_async=True)  # Sᵀ = K Qᵀ
         mbarrier.wait(do_ready.index(slot), ph)
-        dpt = warpgroup_mma(v, dos.permute((1, 0)), no_scores, use_acc=False, is_async=True)  # dPᵀ = V dOᵀ
+        dpt = warpgroup_mma(va, dos.permute((1, 0)), no_scores, use_acc=False, is_async=True)  # dPᵀ = V dOᵀ
         st = warpgroup_mma_wait(1, deps=(st,))
         # Pᵀ from the scores and lse2 (+inf for query rows past N: exactly 0 there). Causal, the
         # program's first two query blocks hold its diagonal; later ones see all its keys.
@@ -958,7 +973,7 @@ def attention_bwd_ws_kernel(
     q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc, lse2_desc, delta_desc, dq_desc,
     H, N, N_PAD, GROUP, sm_scale, qk_scale,
     NUM_STAGES: gl.constexpr, DS_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-    LOADER_REGS: gl.constexpr, HEAD_GROUP: gl.constexpr = 1,
+    LOADER_REGS: gl.constexpr, HEAD_GROUP: gl.constexpr = 1, KV_REGS: gl.constexpr = 0,
 ):
     # Program (i, z * H_kv + h_kv) (causal: renumbered by _causal_order, the longest first): key rows
     # [i * 2 * ROWS, (i + 1) * 2 * ROWS) of key/value head h_kv.
@@ -1025,11 +1040,11 @@ def attention_bwd_ws_kernel(
         (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(0), v_smem.index(0), k_0a, k_1a,
                            ds_smem, dq_smem.index(0),
                            q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
-                           z, h_kv, GROUP, n0, j_start, n_q, qk_scale, sm_scale, causal, c0)),
+                           z, h_kv, GROUP, n0, j_start, n_q, qk_scale, sm_scale, causal, c0, KV_REGS)),
         (_ws_bwd_consume, (q_smem, do_smem, lse2_smem, delta_smem, k_smem.index(1), v_smem.index(1), k_0b, k_1b,
                            ds_smem, dq_smem.index(1),
                            q_ready, do_ready, empty, kv_bars, ds_full, ds_free, dk_desc, dv_desc, dq_desc,
-                           z, h_kv, GROUP, n0 + ROWS, j_start, n_q, qk_scale, sm_scale, causal, c0 + 1)),
+                           z, h_kv, GROUP, n0 + ROWS, j_start, n_q, qk_scale, sm_scale, causal, c0 + 1, KV_REGS)),
         (_ws_bwd_load, (q_desc, k_desc, v_desc, do_desc, lse2_desc, delta_desc, q_smem, do_smem, k_smem, v_smem,
                         lse2_smem, delta_smem, q_ready, do_ready, empty, kv_bars, z, h_kv, H, N_PAD, GROUP, j_start, n_q,
                         n0)),
@@ -1165,6 +1180,28 @@ BWD_WS_DS_STAGES = 2
 # 439 / 438 / 448; full float16 1024 397 / 403 / 400, 4096 472 / 484 / 492, 16384 506 / 511 / 519,
 # bfloat16 4096 484 / 505 / 509. Full attention loses with the split, so only causal takes it.
 BWD_WS_SPLIT_DQ = {(128, True)}
+# The A operand of a wgmma comes from shared memory or from registers. Where it stays the same
+# across a consumer's loop (Q in the forward; K and V in the backward), holding it in registers
+# takes it off the shared-memory reads of every block, at the price of the registers: a 64-row
+# tile of D = 128 is 32 registers a thread (16-bit values, two to a register). By head dim: the
+# forward's Q in registers or not; the backward's K and V, 0 (neither), 1 (K) or 2 (both).
+# Measured on an NVIDIA H200 (triton 3.6, torch 2.11, 2026-11-24, B·N = 16k tokens, H·D = 2048,
+# interleaved runs with cuDNN: one per dtype at N = 2048 ... 16384, and a first one, float16, at
+# 4096 and 16384 that agrees; ratio to cuDNN, off / on):
+# - forward, D = 128, Q: non-causal faster at every shape, float16 N = 2048 0.936 / 0.951, 4096
+#   0.990 / 1.000, 8192 1.002 / 1.026, 16384 1.020 / 1.039; bfloat16 0.934 / 0.949, 0.985 / 1.004,
+#   1.002 / 1.014, 1.018 / 1.030. Causal within -1.2 to +1.3% (no trend). The consumer's stack frame
+#   grows from none to 8 bytes (triton 3.6, non-causal; 3.9: 112, causal 8).
+# - forward, D = 64, Q: three consumers at 160 registers spill (a 112-128 byte frame) and ran at
+#   0.57-0.62 (0.95-1.11 without). With two consumers (128 query rows) it fits, but two consumers
+#   took 1-16% longer than three, with Q in registers or not.
+# - backward, D = 64, K and V: faster at all 16 shapes (N = 2048 ... 16384, causal or not, both
+#   dtypes), e.g. float16 N = 4096 1.013 / 1.044 (K alone 1.013), causal 1.046 / 1.068, 16384
+#   1.055 / 1.072, causal 1.002 / 1.028; bfloat16 4096 1.014 / 1.062, causal 1.048 / 1.077. No frame.
+# - backward, D = 128, K alone: a 136-168 byte frame with spills in the loop; 0.69-0.79 against
+#   0.96-1.05 without.
+FWD_WS_Q_REGISTERS = {64: False, 128: True}
+BWD_WS_KV_REGISTERS = {64: 2, 128: 0}
 
 
 def ws_registers(consumers: int) -> dict[str, int]:
@@ -1529,7 +1566,7 @@ def _forward(
             *srcs, lse, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
             CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal),
-            num_warps=cfg.num_warps,
+            Q_REGS=FWD_WS_Q_REGISTERS[d], num_warps=cfg.num_warps,
         )
         return o, lse
     cfg = _fwd_config(d, causal, q.dtype, knobs, method)
@@ -1614,7 +1651,8 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
         _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d),
         h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
         NUM_STAGES=cfg.num_stages, DS_STAGES=BWD_WS_DS_STAGES, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"],
-        LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal), num_warps=cfg.num_warps,
+        LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal), KV_REGS=BWD_WS_KV_REGISTERS[d],
+        num_warps=cfg.num_warps,
     )
     dq.copy_(dq32)
 
