@@ -501,6 +501,7 @@ def attention_fwd_ws_kernel(
     # are host-built descriptors of the whole 4-D tensors, in blocks of 1 x 1 x rows x D (ROWS rows
     # for q and o). The launch's 4 warps are the first consumer; the other consumers (4 warps each)
     # and the loader (1 warp) are extra warps, given CONSUMER_REGS and LOADER_REGS registers a thread.
+    # Q_REGS: each consumer holds its Q in registers (see FWD_WS_Q_REGISTERS).
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
     CONSUMERS: gl.constexpr = BLOCK_M // ROWS
     pid = gl.program_id(0)
@@ -981,6 +982,7 @@ def attention_bwd_ws_kernel(
     # buffer, in blocks of D or D / 2 columns); lse2_desc and delta_desc: the preprocessed
     # (B * H * N_PAD,) rows in blocks of ROWS, N_PAD a multiple of ROWS (so a block never crosses into
     # the next head).
+    # KV_REGS: each consumer holds its K (1) or its K and V (2) in registers (see BWD_WS_KV_REGISTERS).
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     DQ_COLS: gl.constexpr = dq_desc.block_type.shape[3]
