@@ -549,7 +549,8 @@ for d in (128, 64):
 # threads), which the two consumers' 240 have room for; without a mask the kernel then ran 1.0-2.6%
 # faster at every length, and with one within ±1.3%, in H200 runs of 2026-11-24 (triton 3.6.0,
 # float16 and bfloat16). At ``D = 64`` the three consumers' 160 registers do not have room: the
-# compiler spilled, and the kernel ran at 0.57-0.62 of cuDNN's speed instead of 0.95-1.11.
+# compiler spilled, and the kernel ran at 0.57-0.62 of cuDNN's speed instead of 0.95-1.11 (float16,
+# ``N`` = 4096 and 16384).
 # ``FWD_WS_Q_REGISTERS`` holds the choice by head dim:
 
 print({d: ("registers" if on else "shared memory") for d, on in FWD_WS_Q_REGISTERS.items()})
@@ -742,10 +743,11 @@ for n in (1024, SEQ_LENS[-1]):
 # In the backward, a consumer's ``K`` and ``V`` are the A operands of ``Sᵀ = K Qᵀ`` and
 # ``dPᵀ = V dOᵀ`` at every query block, and they can move to registers as ``Q`` did in the
 # forward. At ``D = 64`` both take 32 registers a thread, and the kernel ran 1.6-4.7% faster at
-# every shape of the benchmark (N = 2048 ... 16384, causal and not, float16 and bfloat16; H200,
-# 2026-11-24, triton 3.6.0). At ``D = 128``, ``K`` alone takes 32 registers next to the 128 of
-# ``dK`` and ``dV``: the compiler spilled inside the loop and the kernel lost 24-27%, so it keeps
-# both in shared memory (``BWD_WS_KV_REGISTERS``: 0 neither, 1 ``K``, 2 both):
+# every shape from ``N`` = 2048 to 16384, causal and not, float16 and bfloat16 (H200, 2026-11-24,
+# triton 3.6.0). At ``D = 128``, ``K`` alone takes 32 registers next to the 128 of ``dK`` and
+# ``dV``: the compiler spilled inside the loop and the kernel lost 24-27% (float16, ``N`` = 4096
+# and 16384), so it keeps both in shared memory (``BWD_WS_KV_REGISTERS``: 0 neither, 1 ``K``,
+# 2 both):
 
 print(BWD_WS_KV_REGISTERS)
 
