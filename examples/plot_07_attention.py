@@ -546,12 +546,12 @@ for d in (128, 64):
 # registers. ``Q`` is the A operand of every ``S = Q Kᵀ`` of a consumer's loop, the same tile at
 # every block: loaded into registers once, it stops costing shared-memory reads at each block.
 # At ``D = 128`` that is 32 more registers a thread (a 64 x 128 tile of 16-bit values over 128
-# threads), which the two consumers' 240 have room for; without a mask the kernel then ran 1.0-2.6%
-# faster at every length, and with one within ±1.3%, in H200 runs of 2026-11-24 (triton 3.6.0,
-# float16 and bfloat16). At ``D = 64`` the three consumers' 160 registers do not have room: the
-# compiler spilled, and the kernel ran at 0.57-0.62 of cuDNN's speed instead of 0.95-1.11 (float16,
-# ``N`` = 4096 and 16384).
-# ``FWD_WS_Q_REGISTERS`` holds the choice by head dim:
+# threads). The two consumers' 240 nearly hold them (triton 3.6 keeps a stack frame of 8 bytes);
+# without a mask the kernel then ran 1.0-2.6% faster at every length, and with one within ±1.3%,
+# in H200 runs of 2026-11-24 (triton 3.6.0, float16 and bfloat16). At ``D = 64`` the three
+# consumers' 160 registers do not have room: the compiler spilled, and the kernel ran at 0.57-0.62
+# of cuDNN's speed instead of 0.95-1.11 (float16, ``N`` = 4096 and 16384). ``FWD_WS_Q_REGISTERS``
+# holds the choice by head dim:
 
 print({d: ("registers" if on else "shared memory") for d, on in FWD_WS_Q_REGISTERS.items()})
 

@@ -1194,14 +1194,14 @@ BWD_WS_SPLIT_DQ = {(128, True)}
 #   0.990 / 1.000, 8192 1.002 / 1.026, 16384 1.020 / 1.039; bfloat16 0.934 / 0.949, 0.985 / 1.004,
 #   1.002 / 1.014, 1.018 / 1.030. Causal within -1.2 to +1.3% (no trend). The consumer's stack frame
 #   grows from none to 8 bytes (triton 3.6, non-causal; 3.9: 112, causal 8).
-# - forward, D = 64 (first run), Q: three consumers at 160 registers spill (a 112-128 byte frame) and ran at
-#   0.57-0.62 (0.95-1.11 without). With two consumers (128 query rows) it fits, but two consumers
-#   took 1-16% longer than three, with Q in registers or not.
+# - forward, D = 64 (first run), Q: three consumers at 160 registers spill (a 112-128 byte
+#   frame) and ran at 0.57-0.62 (0.95-1.11 without). With two consumers (128 query rows) it fits,
+#   but two consumers took 1-16% longer than three, with Q in registers or not.
 # - backward, D = 64, K and V: faster at all 16 shapes (N = 2048 ... 16384, causal or not, both
 #   dtypes), e.g. float16 N = 4096 1.013 / 1.044 (K alone 1.013), causal 1.046 / 1.068, 16384
 #   1.055 / 1.072, causal 1.002 / 1.028; bfloat16 4096 1.014 / 1.062, causal 1.048 / 1.077. No frame.
-# - backward, D = 128 (first run), K alone: a 136-168 byte frame with spills in the loop; 0.69-0.79 against
-#   0.96-1.05 without.
+# - backward, D = 128 (first run), K alone: a 136-168 byte frame with spills in the loop;
+#   0.69-0.79 against 0.96-1.05 without.
 FWD_WS_Q_REGISTERS = {64: False, 128: True}
 BWD_WS_KV_REGISTERS = {64: 2, 128: 0}
 
