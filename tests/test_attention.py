@@ -624,7 +624,7 @@ def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
     if compiled.resources is None:
         pytest.skip("this Triton carries no cuobjdump")
     # At D = 128 a consumer holds dK and dV (128 registers a thread) next to the block's scores and,
-    # in its turn, dQ (64 more): a stack frame of 24 bytes (full) with triton 3.6, 32 with 3.8, none
+    # in its turn, dQ (64 more): a stack frame of 24-32 bytes (full) with triton 3.6, 32 with 3.8, none
     # with 3.9. The bound lets that stand and catches heavier spilling. With the dQ split (causal),
     # 32 registers for dQ: no frame with 3.6 or 3.9.
     spill_limit = 48 if head_dim == 128 else 0
