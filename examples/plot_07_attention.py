@@ -56,6 +56,7 @@ from tritonperf.kernels.attention import (
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
     FWD_WS_CONFIGS,
+    FWD_WS_PERSISTENT,
     FWD_WS_Q_REGISTERS,
     WS_MIN_LENGTH,
     WS_ROWS,
@@ -63,12 +64,15 @@ from tritonperf.kernels.attention import (
     _dkdv_blocks,
     _fwd_blocks,
     _fwd_method,
+    _fwd_schedule,
     _hide_keys,
     _load_tile,
     _tma_obstacle,
     _ws_bwd_consume,
     _ws_consume,
+    _ws_consume_tile,
     _ws_load,
+    _ws_load_tile,
     _ws_obstacle,
     _ws_pass,
     _ws_turn,
@@ -515,10 +519,12 @@ if ON_GPU:
 # has released the slot (it expects one arrival per consumer, 2 or 3). Keys run one block ahead of
 # values, because a consumer is done with ``K_j`` once it has the scores ``S_j``, but with ``V_j``
 # only after ``P_j V_j``, one step later. The consumers share the ring, so a block is loaded once
-# for the program's 128 or 192 rows. The kernel and the loader:
+# for the program's 128 or 192 rows. A program takes one such tile, or tile after tile when the
+# grid is persistent (further down). The kernel and the loader:
 
 print(inspect.getsource(attention_fwd_ws_kernel.fn))
 print(inspect.getsource(_ws_load.fn))
+print(inspect.getsource(_ws_load_tile.fn))
 
 # %%
 # The last two arguments of ``gl.warp_specialize`` give the extra partitions their warps and their
@@ -575,7 +581,7 @@ print({d: ("registers" if on else "shared memory") for d, on in FWD_WS_Q_REGISTE
 # arriving on its "empty" barriers in order, so that the loader and the other consumers go on as
 # before.
 
-print(inspect.getsource(_ws_consume.fn))
+print(inspect.getsource(_ws_consume_tile.fn))
 
 # %%
 # Between consumers, the matmuls take turns ("ping-pong"). Each consumer issues its matmuls at the
@@ -591,6 +597,40 @@ print(inspect.getsource(_ws_consume.fn))
 
 print(inspect.getsource(_ws_turn.fn))
 print(inspect.getsource(_ws_pass.fn))
+
+# %%
+# With one program per tile, each tile pays for its start and its end alone: the consumers wait
+# for ``Q`` and the first key block to land before their first matmul, and the loader idles while
+# they finish their last ``P V`` and store the output. A program of ``D = 128`` takes about 160 KB
+# of shared memory, so an SM holds one, and the next program starts only when the last one has
+# left. A persistent grid starts one program per SM, each running tile after tile. The loader
+# then reads the next tile's ``Q`` into a second set of query buffers, and its first key blocks
+# into the ring, while the consumers are still on the tile before; a counter carried from tile to
+# tile keeps every ring slot's barrier phase. ``_ws_consume`` shows how each consumer walks its
+# tiles:
+
+print(inspect.getsource(_ws_consume.fn))
+
+# %%
+# Which program takes which tile is decided on the host. ``_fwd_schedule`` lists the tiles in the
+# order the one-tile-per-program grid starts them (causal: the longest first, by groups of heads)
+# and deals each to the program with the least work so far, counting a tile as its key blocks
+# plus ``TILE_OVERHEAD_BLOCKS``. The table is built once per shape and cached; each program reads
+# its row (a count, then ``(head, first row, key blocks)`` per tile).
+
+print(inspect.getsource(_fwd_schedule.__wrapped__))
+
+# %%
+# ``FWD_WS_PERSISTENT`` holds the longest sequence at which each head dim and mask runs
+# persistent; the comment above it in ``tritonperf/kernels/attention.py`` has the timings. On an
+# H200 (triton 3.6.0, float16, 2026-11-25) the persistent grid was faster for ``D = 128`` without
+# a mask at every length, by 15% at ``N = 1024`` (458 to 529 TFLOPS) down to 2% at 16384 (600 to
+# 611), and with a causal mask up to ``N = 2048`` (328 to 380 TFLOPS at 1024); from 4096 on the
+# causal one ran 1-8% slower. At ``D = 64`` the persistent consumers no longer fit their 160
+# registers a thread without a mask (triton 3.6 keeps a stack frame of 160 bytes, none with a
+# program per tile), and reached 1-11% fewer TFLOPS; only the causal ``N = 1024`` gained (209 to 235 TFLOPS).
+
+print(FWD_WS_PERSISTENT)
 
 # %%
 # ``method="auto"`` takes step 5 on Hopper (``sm_90``) for float16 and bfloat16, at both head dims
@@ -620,10 +660,11 @@ for d in (64, 128):
 # %%
 # What it gains is measured with the other variants further down: the benchmark records step 4
 # (``step-4-tma``) beside the final kernel, and "What each step bought" prints step 5 against step 4
-# and cuDNN at every length. Short sequences are its weak side: at ``N = 1024`` a program sees only
+# and cuDNN at every length. Short sequences are its weak side: at ``N = 1024`` a tile holds only
 # 8 key blocks (fewer when causal), so its first block and its last, which overlap nothing, weigh
-# more than among the 128 blocks at ``N = 16384``. cuDNN stays well ahead there, and at ``D = 64``
-# the shorter lengths (``WS_MIN_LENGTH``) run step 4.
+# more than among the 128 blocks at ``N = 16384``. The persistent grid hides part of that at
+# ``D = 128``; at ``D = 64`` cuDNN stays well ahead there, and the shorter lengths
+# (``WS_MIN_LENGTH``) run step 4.
 
 # %%
 # The backward pass

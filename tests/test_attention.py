@@ -411,6 +411,41 @@ def test_causal_order_starts_each_groups_programs_rank_by_rank(n_i, n_zh, group,
     for first in range(0, n_zh, group):
         heads = range(first, min(first + group, n_zh))
         assert started[first * n_i:(heads[-1] + 1) * n_i] == [(h, r) for r in range(n_i) for h in heads]
+    # The persistent forward's schedule is built on the host with a copy of the order.
+    host = [attn._causal_order_host(s % n_i, s // n_i, n_i, n_zh, group) for s in range(n_i * n_zh)]
+    assert started == [(h, r) for r, h in host]
+
+
+@pytest.mark.parametrize("n, n_zh, causal, block_m, programs", [
+    (1000, 3, False, 128, 4), (1000, 3, True, 128, 4), (4097, 5, True, 192, 7), (300, 2, True, 192, 1),
+    (2048, 16, True, 128, 132), (128, 1, False, 128, 1)])
+def test_persistent_forward_schedule_deals_every_tile_once_to_the_least_loaded_program(n, n_zh, causal, block_m,
+                                                                                      programs):
+    block_n = 128
+    table, width = attn._fwd_schedule(n, n_zh, causal, block_m, block_n, programs, torch.device("cpu"))
+    assert table.dtype == torch.int32 and table.shape == (programs, width)
+    n_i = triton.cdiv(n, block_m)
+    dealt, loads = [], []
+    for row in table.tolist():
+        tiles = [tuple(row[1 + 3 * t:4 + 3 * t]) for t in range(row[0])]
+        assert all(x == 0 for x in row[1 + 3 * row[0]:])  # nothing after a row's tiles
+        dealt += tiles
+        loads.append(sum(blocks + attn.TILE_OVERHEAD_BLOCKS for _, _, blocks in tiles))
+    # Every tile once, each with the key blocks it reads: all of them, or causal, up to its last row's.
+    full = triton.cdiv(n, block_n)
+    assert sorted(dealt) == sorted(
+        (zh, i * block_m, min(full, triton.cdiv((i + 1) * block_m, block_n)) if causal else full)
+        for zh in range(n_zh) for i in range(n_i))
+    # Each tile went to a least-loaded program, so no program ends more than a tile's cost past another.
+    assert max(loads) - min(loads) <= max(blocks for _, _, blocks in dealt) + attn.TILE_OVERHEAD_BLOCKS
+    # Causal, the longest tiles of each group of heads are dealt first: a program's tiles never grow
+    # within a group of heads.
+    if causal:
+        group = attn._head_group(True)
+        for row in table.tolist():
+            tiles = [tuple(row[1 + 3 * t:4 + 3 * t]) for t in range(row[0])]
+            for a, b in zip(tiles, tiles[1:], strict=False):
+                assert a[0] // group != b[0] // group or a[2] >= b[2], (a, b)
 
 
 # -- configurations and compiled code --------------------------------------------------------------
@@ -437,6 +472,7 @@ def test_every_head_dim_causality_and_dtype_has_a_configuration():
         assert cfg.block_m // attn.WS_ROWS in (2, 3) and cfg.block_m % attn.WS_ROWS == 0
         assert cfg.block_n % attn.WS_ROWS == 0 and cfg.num_warps == 4
     assert attention_config(128, True, torch.float16, "fwd_ws") == FWD_WS_CONFIGS[(128, True, torch.float16)]
+    assert set(attn.FWD_WS_PERSISTENT) == {(d, c) for d, c, _ in FWD_WS_CONFIGS}  # a choice for each
     # The warp-specialized backward: two consumers of WS_ROWS key rows, query blocks of WS_ROWS.
     assert set(BWD_WS_CONFIGS) <= keys
     for cfg in BWD_WS_CONFIGS.values():
@@ -543,8 +579,9 @@ def test_warp_specialized_registers_fill_the_register_file_by_warpgroup():
 
 @pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("persistent", [False, True], ids=["tiles", "persistent"])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
+def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal, persistent):
     # The Gluon kernel as a launch on contiguous float16 tensors specializes it: the descriptors'
     # types (with their shared-memory layouts) come from descriptors of CPU tensors of that layout.
     from triton.runtime.jit import mangle_type
@@ -553,12 +590,13 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
     t = torch.empty((2, 2, 256, head_dim), dtype=torch.float16)
     q_type, kv_type = (mangle_type(attn._ws_descriptor(t, rows)) for rows in (attn.WS_ROWS, cfg.block_n))
     sig = {"q_desc": q_type, "k_desc": kv_type, "v_desc": kv_type, "o_desc": q_type, "lse_ptr": "*fp32",
-           "H": "i32", "N": "i32", "GROUP": "i32", "qk_scale": "fp32"}
+           "sched_ptr": "*i32", "SCHED_WIDTH": "i32", "ZH": "i32", "H": "i32", "N": "i32", "GROUP": "i32",
+           "qk_scale": "fp32"}
     regs = attn.ws_registers(cfg.block_m // attn.WS_ROWS)
     q_regs = attn.FWD_WS_Q_REGISTERS[head_dim]
     consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages, "IS_CAUSAL": causal,
               "CONSUMER_REGS": regs["consumer"], "LOADER_REGS": regs["loader"], "HEAD_GROUP": attn._head_group(causal),
-              "Q_REGS": q_regs}
+              "Q_REGS": q_regs, "PERSISTENT": persistent}
     compiled = asm.compile_for_hopper(attn.attention_fwd_ws_kernel, sig, consts, num_warps=cfg.num_warps)
     ptx = compiled.ptx
     assert re.search(r"wgmma\.mma_async\S*\.f16\.f16", ptx), "no Tensor Core MMA of the inputs' type"
@@ -574,11 +612,15 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal):
     if compiled.resources is None:
         pytest.skip("this Triton carries no cuobjdump")
     # Three consumers run at 160 registers: triton 3.6 fits them (no stack frame); triton 3.9 keeps a
-    # frame of 152 bytes (full) or none (causal). Two consumers at 240 registers fit with every
+    # frame of 160 bytes (full) or 32 (causal). Two consumers at 240 registers fit with every
     # version, but with Q's 32 registers a thread (D = 128) triton 3.6 keeps a frame of 8 bytes (full)
-    # or none (causal), triton 3.9 112 (full) or 8 (causal). The bound lets these stand and catches
-    # heavier spilling.
-    spill_limit = 160 if cfg.block_m // attn.WS_ROWS == 3 else 128 if q_regs else 0
+    # or none (causal), triton 3.9 104 (full) or 8 (causal). Persistent, the frames grow: triton 3.6
+    # 160 and 16 bytes (D = 64, full and causal), 24 and 0 (D = 128); triton 3.9 360 and 208, 256
+    # and 128. The bounds let these stand and catch heavier spilling.
+    if persistent:
+        spill_limit = 384 if head_dim == 64 else 256
+    else:
+        spill_limit = 192 if cfg.block_m // attn.WS_ROWS == 3 else 128 if q_regs else 0
     assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= spill_limit, (
         f"the warp-specialized forward spills registers: {compiled.resources}"
     )
@@ -903,9 +945,13 @@ def test_float8_forward_on_gpu(shape, causal):
 @pytest.mark.parametrize("shape", [(1, 2, 2, 1, 128), (2, 3, 3, 17, 128), (1, 2, 2, 128, 128), (2, 4, 2, 1000, 128),
                                    (1, 4, 4, 4097, 128), (1, 2, 2, 1, 64), (2, 3, 3, 200, 64), (2, 4, 2, 1000, 64),
                                    (1, 4, 4, 4097, 64)], ids=str)
-def test_warp_specialized_forward_on_gpu(shape, causal, dtype):
+@pytest.mark.parametrize("persistent", [False, True], ids=["tiles", "persistent"])
+def test_warp_specialized_forward_on_gpu(shape, causal, dtype, persistent, monkeypatch):
     # One row, a block's worth, ragged blocks, grouped heads: every row written (poisoned output),
-    # within the table and at most twice torch's error; the log-sum-exp too.
+    # within the table and at most twice torch's error; the log-sum-exp too. Each shape runs with a
+    # program per tile and persistent, with three programs so that each takes many tiles.
+    monkeypatch.setitem(attn.FWD_WS_PERSISTENT, (shape[-1], causal), math.inf if persistent else 0)
+    monkeypatch.setattr(attn, "PERSISTENT_PROGRAMS", 3)
     q, k, v = qkv(*shape, dtype, "cuda")
     if reason := attn._ws_obstacle(q, k, v, q, causal):
         pytest.skip(f"the warp-specialized forward cannot run here: {reason}")

@@ -65,6 +65,8 @@ interpreter does not run Gluon kernels, so there the warp-specialized forward ne
 
 from __future__ import annotations
 
+import functools
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -341,30 +343,77 @@ def _wgmma_layout(width):
 
 
 @gluon.jit
-def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
-             z, h, h_kv, m0, n_blocks):
-    # The loader warp: every consumer's query block once, then keys and values block by block into the ring.
-    CONSUMERS: gl.constexpr = q_smem.shape[0]
+def _ws_fwd_tile(i, zh, n_i, n_zh, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, IS_CAUSAL: gl.constexpr,
+                 HEAD_GROUP: gl.constexpr):
+    # Tile (i, zh) of the (n_i, n_zh) grid of tiles, in the order programs start (i fastest): query
+    # rows [m0, m0 + BLOCK_M) of flat head zh, against its first n_blocks key blocks. Causal, tiles
+    # are renumbered by _causal_order, the longest first.
+    if IS_CAUSAL:
+        rank, zh = _causal_order(i, zh, n_i, n_zh, HEAD_GROUP)
+        i = n_i - 1 - rank
+    m0 = i * BLOCK_M
+    n_blocks = gl.cdiv(N, BLOCK_N)
+    if IS_CAUSAL:  # up to the block that holds the tile's last row
+        n_blocks = gl.minimum(n_blocks, gl.cdiv(m0 + BLOCK_M, BLOCK_N))
+    return zh, m0, n_blocks
+
+
+@gluon.jit
+def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty,
+             pid, pid_zh, sched, n_i, n_zh, H, N, GROUP, CONSUMERS: gl.constexpr, IS_CAUSAL: gl.constexpr,
+             HEAD_GROUP: gl.constexpr, PERSISTENT: gl.constexpr):
+    # The loader warp: its program's tile, or when PERSISTENT the tiles of its row of the schedule
+    # (sched: a count, then (zh, m0, n_blocks) of each tile, in order).
+    ROWS: gl.constexpr = q_smem.shape[3]  # a consumer's
+    BLOCK_N: gl.constexpr = k_smem.shape[3]
+    if PERSISTENT:
+        kv = 0  # key blocks loaded by earlier tiles: the ring's position
+        t = 0  # tiles done
+        for visit in range(gl.load(sched)):
+            zh = gl.load(sched + 1 + 3 * visit)
+            m0 = gl.load(sched + 2 + 3 * visit)
+            n_blocks = gl.load(sched + 3 + 3 * visit)
+            _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
+                          v_empty, zh, m0, n_blocks, kv, t, H, GROUP, CONSUMERS)
+            kv += n_blocks
+            t += 1
+    else:
+        zh, m0, n_blocks = _ws_fwd_tile(pid, pid_zh, n_i, n_zh, N, CONSUMERS * ROWS, BLOCK_N, IS_CAUSAL, HEAD_GROUP)
+        _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
+                      v_empty, zh, m0, n_blocks, 0, 0, H, GROUP, CONSUMERS)
+
+
+@gluon.jit
+def _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty,
+                  zh, m0, n_blocks, kv, t, H, GROUP, CONSUMERS: gl.constexpr):
+    # A tile (see _ws_fwd_tile), the program's t-th: every consumer's query block once, then keys and
+    # values block by block into the ring, from its position kv on. Query blocks alternate between
+    # two sets of buffers by tile, so that a tile's can load while the consumers finish the tile before.
     ROWS: gl.constexpr = q_smem.shape[3]  # a consumer's
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     NUM_STAGES: gl.constexpr = k_smem.shape[0]
+    z = zh // H
+    h = zh % H
+    buf = t % 2
+    mbarrier.wait(q_empty.index(buf), ((t // 2) & 1) ^ 1)
     for i in gl.static_range(CONSUMERS):
-        mbarrier.expect(q_bars.index(i), q_desc.block_type.nbytes)
-        _tma_load(q_desc, [z, h, m0 + i * ROWS, 0], q_bars.index(i), q_smem.index(i))
+        mbarrier.expect(q_bars.index(buf * CONSUMERS + i), q_desc.block_type.nbytes)
+        _tma_load(q_desc, [z, h, m0 + i * ROWS, 0], q_bars.index(buf * CONSUMERS + i),
+                  q_smem.index(buf * CONSUMERS + i))
     # Keys run one block ahead of values: a consumer is done with K_j once it has S_j, and with V_j
     # only after P_j V_j, one step later. A slot is free when every consumer has arrived on its
     # "empty" barrier; the first pass over the ring waits on nothing (parity 1 of a fresh barrier).
     for j in range(n_blocks + 1):
         if j < n_blocks:
-            slot = j % NUM_STAGES
-            mbarrier.wait(k_empty.index(slot), ((j // NUM_STAGES) & 1) ^ 1)
+            slot = (kv + j) % NUM_STAGES
+            mbarrier.wait(k_empty.index(slot), (((kv + j) // NUM_STAGES) & 1) ^ 1)
             mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-            _tma_load(k_desc, [z, h_kv, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
+            _tma_load(k_desc, [z, h // GROUP, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
         if j > 0:
-            slot = (j - 1) % NUM_STAGES
-            mbarrier.wait(v_empty.index(slot), (((j - 1) // NUM_STAGES) & 1) ^ 1)
+            slot = (kv + j - 1) % NUM_STAGES
+            mbarrier.wait(v_empty.index(slot), (((kv + j - 1) // NUM_STAGES) & 1) ^ 1)
             mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-            _tma_load(v_desc, [z, h_kv, (j - 1) * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+            _tma_load(v_desc, [z, h // GROUP, (j - 1) * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
 
 
 @gluon.jit
@@ -397,10 +446,42 @@ def _ws_pass(turn, me):
 
 
 @gluon.jit
-def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr,
-                z, h, zh, m0, N, n_loaded, qk_scale, causal, me, Q_REGS: gl.constexpr):
-    # A consumer warpgroup: rows [m0, m0 + ROWS) of head h of batch z, against the n_loaded key
-    # blocks its program loads; causal, it reads only the blocks up to its own last row.
+def _ws_consume(q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr,
+                pid, pid_zh, sched, n_i, n_zh, H, N, qk_scale, causal, me, CONSUMERS: gl.constexpr,
+                IS_CAUSAL: gl.constexpr, HEAD_GROUP: gl.constexpr, Q_REGS: gl.constexpr, PERSISTENT: gl.constexpr):
+    # Consumer `me` of the program: its ROWS rows of the program's tile, or of the tiles of its row
+    # of the schedule when PERSISTENT (see _ws_load).
+    ROWS: gl.constexpr = q_smem.shape[3]
+    BLOCK_N: gl.constexpr = k_smem.shape[3]
+    if PERSISTENT:
+        kv = 0  # key blocks of earlier tiles
+        step = 0  # turns of earlier tiles: one per key block, and one more
+        t = 0
+        for visit in range(gl.load(sched)):
+            zh = gl.load(sched + 1 + 3 * visit)
+            m0 = gl.load(sched + 2 + 3 * visit)
+            n_loaded = gl.load(sched + 3 + 3 * visit)
+            buf = t % 2
+            _ws_consume_tile(q_smem.index(buf * CONSUMERS + me), k_smem, v_smem, q_bars.index(buf * CONSUMERS + me),
+                             (t // 2) & 1, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr, zh // H, zh % H,
+                             zh, m0 + me * ROWS, N, n_loaded, kv, step, qk_scale, causal, me, Q_REGS)
+            mbarrier.arrive(q_empty.index(buf))
+            kv += n_loaded
+            step += n_loaded + 1
+            t += 1
+    else:
+        zh, m0, n_loaded = _ws_fwd_tile(pid, pid_zh, n_i, n_zh, N, CONSUMERS * ROWS, BLOCK_N, IS_CAUSAL, HEAD_GROUP)
+        _ws_consume_tile(q_smem.index(me), k_smem, v_smem, q_bars.index(me), 0, k_ready, v_ready, k_empty, v_empty,
+                         turn, o_desc, lse_ptr, zh // H, zh % H, zh, m0 + me * ROWS, N, n_loaded, 0, 0, qk_scale,
+                         causal, me, Q_REGS)
+
+
+@gluon.jit
+def _ws_consume_tile(q_smem, k_smem, v_smem, q_bar, q_phase, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
+                     lse_ptr, z, h, zh, m0, N, n_loaded, kv, step, qk_scale, causal, me, Q_REGS: gl.constexpr):
+    # One tile of a consumer warpgroup: rows [m0, m0 + ROWS) of head h of batch z, against the n_loaded
+    # key blocks its program loads; causal, it reads only the blocks up to its own last row. Block j
+    # of the tile is block kv + j of the ring, and its turn is step + j.
     ROWS: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
     BLOCK_N: gl.constexpr = k_smem.shape[3]
@@ -426,28 +507,29 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
 
     # Block 0 alone: its scores, then its softmax. Masked whatever the block: where nothing is
     # hidden the mask changes nothing, and the block may be the last one.
-    mbarrier.wait(q_bar, 0)
+    mbarrier.wait(q_bar, q_phase)
     if Q_REGS:  # Q as the A operand of every S = Q Kᵀ from registers: read from shared memory once
         qa = q.load(gl.DotOperandLayout(operand_index=0, parent=s_layout, k_width=2))
     else:
         qa = q
-    mbarrier.wait(k_ready.index(0), 0)
-    _ws_turn(turn, me, 0)
-    s = warpgroup_mma(qa, k_smem.index(0).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
+    first = kv % NUM_STAGES
+    mbarrier.wait(k_ready.index(first), (kv // NUM_STAGES) & 1)
+    _ws_turn(turn, me, step)
+    s = warpgroup_mma(qa, k_smem.index(first).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
                       use_acc=False, is_async=True)
     _ws_pass(turn, me)
     s = warpgroup_mma_wait(0, deps=(s,))
-    mbarrier.arrive(k_empty.index(0))
+    mbarrier.arrive(k_empty.index(first))
     p, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, 0, N, qk_scale, causal, True)
     p = gl.convert_layout(p.to(dtype), p_layout)
     for j in range(1, n_blocks):
-        slot = j % NUM_STAGES
-        prev = (j - 1) % NUM_STAGES
-        mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
-        _ws_turn(turn, me, j)
+        slot = (kv + j) % NUM_STAGES
+        prev = (kv + j - 1) % NUM_STAGES
+        mbarrier.wait(k_ready.index(slot), ((kv + j) // NUM_STAGES) & 1)
+        _ws_turn(turn, me, step + j)
         s = warpgroup_mma(qa, k_smem.index(slot).reshape([BLOCK_N, HEAD_DIM]).permute((1, 0)), no_scores,
                           use_acc=False, is_async=True)
-        mbarrier.wait(v_ready.index(prev), ((j - 1) // NUM_STAGES) & 1)
+        mbarrier.wait(v_ready.index(prev), ((kv + j - 1) // NUM_STAGES) & 1)
         acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
         acc = warpgroup_mma(p, v_smem.index(prev).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
         _ws_pass(turn, me)
@@ -461,9 +543,9 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
         mbarrier.arrive(v_empty.index(prev))
         p = gl.convert_layout(p_next.to(dtype), p_layout)
-    last = (n_blocks - 1) % NUM_STAGES
-    mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // NUM_STAGES) & 1)
-    _ws_turn(turn, me, n_blocks)
+    last = (kv + n_blocks - 1) % NUM_STAGES
+    mbarrier.wait(v_ready.index(last), ((kv + n_blocks - 1) // NUM_STAGES) & 1)
+    _ws_turn(turn, me, step + n_blocks)
     acc = acc * gl.convert_layout(alpha, o_rows)[:, None]
     acc = warpgroup_mma(p, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), acc, is_async=True)
     _ws_pass(turn, me)
@@ -472,12 +554,12 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
     # The blocks the program loads for its later rows: released unread, in order (a slot's "ready"
     # first, so that an arrival counts for this block's use of the slot), and the turns taken empty.
     for j in range(n_blocks, n_loaded):
-        slot = j % NUM_STAGES
-        mbarrier.wait(k_ready.index(slot), (j // NUM_STAGES) & 1)
+        slot = (kv + j) % NUM_STAGES
+        mbarrier.wait(k_ready.index(slot), ((kv + j) // NUM_STAGES) & 1)
         mbarrier.arrive(k_empty.index(slot))
-        mbarrier.wait(v_ready.index(slot), (j // NUM_STAGES) & 1)
+        mbarrier.wait(v_ready.index(slot), ((kv + j) // NUM_STAGES) & 1)
         mbarrier.arrive(v_empty.index(slot))
-        _ws_turn(turn, me, j + 1)
+        _ws_turn(turn, me, step + j + 1)
         _ws_pass(turn, me)
 
     # l_i >= 1 in every row, as in attention_fwd_kernel. The output goes out through the query's
@@ -492,41 +574,43 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empt
 
 @gluon.jit
 def attention_fwd_ws_kernel(
-    q_desc, k_desc, v_desc, o_desc, lse_ptr, H, N, GROUP, qk_scale,
+    q_desc, k_desc, v_desc, o_desc, lse_ptr, sched_ptr, SCHED_WIDTH, ZH, H, N, GROUP, qk_scale,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, HEAD_GROUP: gl.constexpr = 1, Q_REGS: gl.constexpr = False,
+    PERSISTENT: gl.constexpr = False,
 ):
-    # Program (i, z * H + h) (causal: renumbered by _causal_order): query rows [i * BLOCK_M,
-    # (i + 1) * BLOCK_M) of head h of batch z, ROWS of them per consumer warpgroup. q_desc ... o_desc
-    # are host-built descriptors of the whole 4-D tensors, in blocks of 1 x 1 x rows x D (ROWS rows
-    # for q and o). The launch's 4 warps are the first consumer; the other consumers (4 warps each)
-    # and the loader (1 warp) are extra warps, given CONSUMER_REGS and LOADER_REGS registers a thread.
+    # Tiles of query rows [i * BLOCK_M, (i + 1) * BLOCK_M) of flat head zh = z * H + h: the grid is
+    # (cdiv(N, BLOCK_M), ZH), one tile per program numbered by _ws_fwd_tile, or when PERSISTENT
+    # (P,), program p taking the tiles of row p of the schedule at sched_ptr (SCHED_WIDTH entries a
+    # row, see _fwd_schedule). ROWS rows of a tile per consumer warpgroup. q_desc ... o_desc are
+    # host-built descriptors of the whole 4-D tensors, in blocks of 1 x 1 x rows x D (ROWS rows for q
+    # and o). The launch's 4 warps are the first consumer; the other consumers (4 warps each) and the
+    # loader (1 warp) are extra warps, given CONSUMER_REGS and LOADER_REGS registers a thread.
     # Q_REGS: each consumer holds its Q in registers (see FWD_WS_Q_REGISTERS).
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
     CONSUMERS: gl.constexpr = BLOCK_M // ROWS
     pid = gl.program_id(0)
-    zh = gl.program_id(1)
-    if IS_CAUSAL:  # longest programs first, as in attention_fwd_kernel
-        rank, zh = _causal_order(pid, zh, gl.num_programs(0), gl.num_programs(1), HEAD_GROUP)
-        pid = gl.num_programs(0) - 1 - rank
-    z = zh // H
-    h = zh % H
-    m0 = pid * BLOCK_M
-    n_blocks = gl.cdiv(N, BLOCK_N)
-    if IS_CAUSAL:  # up to the block that holds the program's last row
-        n_blocks = gl.minimum(n_blocks, gl.cdiv(m0 + BLOCK_M, BLOCK_N))
+    pid_zh = gl.program_id(1)  # the grid is (n_i, ZH), or (P,) when PERSISTENT
+    n_i = gl.cdiv(N, BLOCK_M)
+    sched = sched_ptr + pid * SCHED_WIDTH  # PERSISTENT: this program's row of the schedule
 
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, [CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
+    # Two sets of query buffers (the tile's and the next one's), each consumer's at buf * CONSUMERS + c.
+    Q_SETS: gl.constexpr = 2 if PERSISTENT else 1
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [Q_SETS * CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [NUM_STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [NUM_STAGES] + v_desc.block_type.shape, v_desc.layout)
-    q_bars = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
+    q_bars = gl.allocate_shared_memory(gl.int64, [Q_SETS * CONSUMERS, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [NUM_STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(CONSUMERS):
+    for i in gl.static_range(Q_SETS * CONSUMERS):
         mbarrier.init(q_bars.index(i), count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(q_empty.index(i), count=CONSUMERS)  # every consumer has stored its output
+    for i in gl.static_range(CONSUMERS):
         mbarrier.init(turn.index(i), count=1)
     for i in gl.static_range(NUM_STAGES):
         mbarrier.init(k_ready.index(i), count=1)
@@ -534,29 +618,38 @@ def attention_fwd_ws_kernel(
         mbarrier.init(k_empty.index(i), count=CONSUMERS)  # one arrival per consumer
         mbarrier.init(v_empty.index(i), count=CONSUMERS)
 
-    causal = zh * 0 + IS_CAUSAL
-    c0 = zh * 0  # the consumers' numbers c0, c0 + 1, ... as tensors
+    c0 = pid * 0  # the consumers' numbers c0, c0 + 1, ... as tensors
+    causal = c0 + IS_CAUSAL
+    # A launch turns an integer argument equal to 1 into a constant: as tensors either way.
+    ZH = c0 + ZH
+    H = c0 + H
+    GROUP = c0 + GROUP
     # The partition list is built when the kernel is traced, from literal entries: one list per
     # number of consumers (CONSUMERS is 2 or 3: the table holds no other, and a test checks it).
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0, Q_REGS)),
-            (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1, Q_REGS)),
-            (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
-                        z, h, h // GROUP, m0, n_blocks)),
+            (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
+                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0, CONSUMERS, IS_CAUSAL,
+                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+            (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
+                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0 + 1, CONSUMERS, IS_CAUSAL,
+                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+            (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
+                        v_empty, pid, pid_zh, sched, n_i, ZH, H, N, GROUP, CONSUMERS, IS_CAUSAL, HEAD_GROUP, PERSISTENT)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
     else:
         gl.warp_specialize([
-            (_ws_consume, (q_smem.index(0), k_smem, v_smem, q_bars.index(0), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0, N, n_blocks, qk_scale, causal, c0, Q_REGS)),
-            (_ws_consume, (q_smem.index(1), k_smem, v_smem, q_bars.index(1), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0 + ROWS, N, n_blocks, qk_scale, causal, c0 + 1, Q_REGS)),
-            (_ws_consume, (q_smem.index(2), k_smem, v_smem, q_bars.index(2), k_ready, v_ready, k_empty, v_empty,
-                           turn, o_desc, lse_ptr, z, h, zh, m0 + 2 * ROWS, N, n_blocks, qk_scale, causal, c0 + 2, Q_REGS)),
-            (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, k_ready, v_ready, k_empty, v_empty,
-                        z, h, h // GROUP, m0, n_blocks)),
+            (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
+                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0, CONSUMERS, IS_CAUSAL,
+                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+            (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
+                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0 + 1, CONSUMERS, IS_CAUSAL,
+                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+            (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
+                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0 + 2, CONSUMERS, IS_CAUSAL,
+                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+            (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
+                        v_empty, pid, pid_zh, sched, n_i, ZH, H, N, GROUP, CONSUMERS, IS_CAUSAL, HEAD_GROUP, PERSISTENT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOADER_REGS])
 
 
@@ -1204,6 +1297,25 @@ BWD_WS_SPLIT_DQ = {(128, True)}
 #   0.69-0.79 against 0.96-1.05 without.
 FWD_WS_Q_REGISTERS = {64: False, 128: True}
 BWD_WS_KV_REGISTERS = {64: 2, 128: 0}
+# The longest sequence, by (D, causal), at which the warp-specialized forward runs persistent: one
+# program per SM, each taking tile after tile from a schedule built on the host
+# (_fwd_schedule), with two sets of query buffers so that a tile's Q loads while the
+# consumers finish the tile before. Otherwise one program per tile, dispatched by the hardware as
+# SMs free up. Measured on an NVIDIA H200 (triton 3.6, torch 2.11, 2026-11-25, float16, B·N = 16k
+# tokens, H·D = 2048, one interleaved run with cuDNN per shape), TFLOPS one tile per program /
+# persistent / cuDNN:
+# - D = 128 full: N = 1024 458 / 529 / 524, 2048 527 / 571 / 554, 4096 561 / 589 / 564, 8192
+#   588 / 600 / 577, 16384 600 / 611 / 589; bfloat16 4096 592 / 614 / 593.
+# - D = 128 causal: 1024 328 / 380 / 385, 2048 432 / 460 / 442, 4096 503 / 496 / 467, 8192
+#   573 / 527 / 494, 16384 580 / 535 / 501; bfloat16 4096 522 / 519 / 482.
+# - D = 64 causal: 1024 209 / 235 / 336, 4096 381 / 370 / 397, 16384 457 / 413 / 420.
+# - D = 64 full: 1024 340 / 337 / 413, 4096 448 / 403 / 437, 16384 483 / 428 / 441. Persistent, its
+#   consumers spill (triton 3.6: a 160-byte stack frame, none with one tile per program).
+# Causal tiles differ in length, and the schedule deals them by an estimate (key blocks plus
+# TILE_OVERHEAD_BLOCKS); that the hardware's dispatch, which follows the real times, wins at long
+# sequences for that reason is a guess, not measured.
+FWD_WS_PERSISTENT = {(64, False): 0, (64, True): 1024, (128, False): math.inf, (128, True): 2048}
+PERSISTENT_PROGRAMS = None  # at most this many persistent programs (tests: many tiles each)
 
 
 def ws_registers(consumers: int) -> dict[str, int]:
@@ -1546,6 +1658,51 @@ def _head_group(causal: bool) -> int:
     return CAUSAL_HEAD_GROUP if causal else 1
 
 
+def _causal_order_host(i: int, zh: int, n_i: int, n_zh: int, group: int) -> tuple[int, int]:
+    """``_causal_order`` on the host: (rank, zh) of tile (i, zh)."""
+    lin = zh * n_i + i
+    first = lin // (group * n_i) * group
+    size = min(group, n_zh - first)
+    within = lin - first * n_i
+    return within // size, first + within % size
+
+
+# Work a tile costs besides its key blocks (the loads before its first block, the output store after
+# its last), in key blocks: the persistent schedule's estimate.
+TILE_OVERHEAD_BLOCKS = 2
+
+
+@functools.lru_cache(maxsize=64)
+def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, programs: int,
+                  device: torch.device) -> tuple[torch.Tensor, int]:
+    """The persistent forward's schedule: the tiles of ``n_zh`` heads of ``n`` rows, in the order
+    ``_ws_fwd_tile`` numbers them (causal: the longest first), each dealt to the program with the
+    least work so far (its key blocks plus :data:`TILE_OVERHEAD_BLOCKS` a tile).
+
+    Returns an int32 tensor with one row per program, its number of tiles and then (zh, m0, key
+    blocks) of each, in order, and the row width.
+    """
+    n_i = triton.cdiv(n, block_m)
+    loads = [(0, p) for p in range(programs)]
+    rows: list[list[int]] = [[] for _ in range(programs)]
+    for tile in range(n_i * n_zh):
+        i, zh = tile % n_i, tile // n_i
+        blocks = triton.cdiv(n, block_n)
+        if causal:
+            rank, zh = _causal_order_host(i, zh, n_i, n_zh, _head_group(True))
+            i = n_i - 1 - rank
+            blocks = min(blocks, triton.cdiv((i + 1) * block_m, block_n))
+        load, p = heapq.heappop(loads)
+        rows[p] += [zh, i * block_m, blocks]
+        heapq.heappush(loads, (load + blocks + TILE_OVERHEAD_BLOCKS, p))
+    width = 1 + max(len(r) for r in rows)
+    table = torch.zeros((programs, width), dtype=torch.int32)
+    for p, r in enumerate(rows):
+        table[p, 0] = len(r) // 3
+        table[p, 1:1 + len(r)] = torch.tensor(r, dtype=torch.int32)
+    return table.to(device), width
+
+
 def _forward(
     q, k, v, causal, sm_scale, out, knobs, out_dtype=None, method="auto", skip_masked_blocks=True
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1564,11 +1721,20 @@ def _forward(
         srcs = (_ws_descriptor(q, WS_ROWS), _ws_descriptor(k, cfg.block_n), _ws_descriptor(v, cfg.block_n),
                 _ws_descriptor(o, WS_ROWS))
         regs = ws_registers(cfg.block_m // WS_ROWS)
-        attention_fwd_ws_kernel[(triton.cdiv(n, cfg.block_m), b * h)](
-            *srcs, lse, h, n, h // k.shape[1], sm_scale * LOG2E,
+        n_tiles = triton.cdiv(n, cfg.block_m) * b * h
+        persistent = n <= FWD_WS_PERSISTENT[(d, causal)]
+        if persistent:
+            programs = min(n_tiles, runtime.sm_count(q.device), PERSISTENT_PROGRAMS or n_tiles)
+            sched, width = _fwd_schedule(n, b * h, causal, cfg.block_m, cfg.block_n, programs, q.device)
+            grid = (programs,)
+        else:
+            sched, width = lse, 0  # not read
+            grid = (triton.cdiv(n, cfg.block_m), b * h)
+        attention_fwd_ws_kernel[grid](
+            *srcs, lse, sched, width, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
             CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal),
-            Q_REGS=FWD_WS_Q_REGISTERS[d], num_warps=cfg.num_warps,
+            Q_REGS=FWD_WS_Q_REGISTERS[d], PERSISTENT=persistent, num_warps=cfg.num_warps,
         )
         return o, lse
     cfg = _fwd_config(d, causal, q.dtype, knobs, method)
