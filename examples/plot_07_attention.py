@@ -615,8 +615,9 @@ print(inspect.getsource(_ws_consume.fn))
 # Which program takes which tile is decided on the host. ``_fwd_schedule`` lists the tiles in the
 # order the one-tile-per-program grid starts them (causal: the longest first, by groups of heads)
 # and deals each to the program with the least work so far, counting a tile as its key blocks
-# plus ``TILE_OVERHEAD_BLOCKS``. The table is built once per shape and cached; each program reads
-# its row (a count, then ``(head, first row, key blocks)`` per tile).
+# plus ``TILE_OVERHEAD_BLOCKS``. Without a mask all tiles cost the same, so that is the next
+# program in turn, and the table is built in one step. It is built once per shape and cached;
+# each program reads its row (a count, then ``(head, first row, key blocks)`` per tile).
 
 print(inspect.getsource(_fwd_schedule.__wrapped__))
 

@@ -418,19 +418,17 @@ def test_causal_order_starts_each_groups_programs_rank_by_rank(n_i, n_zh, group,
 
 @pytest.mark.parametrize("n, n_zh, causal, block_m, programs", [
     (1000, 3, False, 128, 4), (1000, 3, True, 128, 4), (4097, 5, True, 192, 7), (300, 2, True, 192, 1),
-    (2048, 16, True, 128, 132), (128, 1, False, 128, 1)])
+    (2048, 16, True, 128, 132), (128, 1, False, 128, 1), (4097, 130, False, 192, 132)])
 def test_persistent_forward_schedule_deals_every_tile_once_to_the_least_loaded_program(n, n_zh, causal, block_m,
                                                                                       programs):
     block_n = 128
     table, width = attn._fwd_schedule(n, n_zh, causal, block_m, block_n, programs, torch.device("cpu"))
     assert table.dtype == torch.int32 and table.shape == (programs, width)
     n_i = triton.cdiv(n, block_m)
-    dealt, loads = [], []
-    for row in table.tolist():
-        tiles = [tuple(row[1 + 3 * t:4 + 3 * t]) for t in range(row[0])]
-        assert all(x == 0 for x in row[1 + 3 * row[0]:])  # nothing after a row's tiles
-        dealt += tiles
-        loads.append(sum(blocks + attn.TILE_OVERHEAD_BLOCKS for _, _, blocks in tiles))
+    rows = [[tuple(row[1 + 3 * t:4 + 3 * t]) for t in range(row[0])] for row in table.tolist()]
+    assert all(x == 0 for row in table.tolist() for x in row[1 + 3 * row[0]:])  # nothing after a row's tiles
+    dealt = [tile for tiles in rows for tile in tiles]
+    loads = [sum(blocks + attn.TILE_OVERHEAD_BLOCKS for _, _, blocks in tiles) for tiles in rows]
     # Every tile once, each with the key blocks it reads: all of them, or causal, up to its last row's.
     full = triton.cdiv(n, block_n)
     assert sorted(dealt) == sorted(
@@ -438,15 +436,13 @@ def test_persistent_forward_schedule_deals_every_tile_once_to_the_least_loaded_p
         for zh in range(n_zh) for i in range(n_i))
     # Each tile went to a least-loaded program, so no program ends more than a tile's cost past another.
     assert max(loads) - min(loads) <= max(blocks for _, _, blocks in dealt) + attn.TILE_OVERHEAD_BLOCKS
-    # Causal, the longest tiles of each group of heads are dealt first: a program's tiles never grow
-    # within a group of heads.
-    if causal:
-        group = attn._head_group(True)
-        for row in table.tolist():
-            tiles = [tuple(row[1 + 3 * t:4 + 3 * t]) for t in range(row[0])]
+    for p, tiles in enumerate(rows):
+        if not causal:  # every tile costs the same: program p takes tiles p, p + programs, ...
+            assert [zh * n_i + m0 // block_m for zh, m0, _ in tiles] == list(range(p, n_i * n_zh, programs))
+        else:  # the longest tiles of a group of heads go first: a program's never grow within a group
+            group = attn._head_group(True)
             for a, b in zip(tiles, tiles[1:], strict=False):
                 assert a[0] // group != b[0] // group or a[2] >= b[2], (a, b)
-
 
 # -- configurations and compiled code --------------------------------------------------------------
 def test_every_head_dim_causality_and_dtype_has_a_configuration():

@@ -1683,15 +1683,22 @@ def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, p
     blocks) of each, in order, and the row width.
     """
     n_i = triton.cdiv(n, block_m)
+    if not causal:
+        # Every tile costs the same, so the least-loaded program is the next one in turn: program p
+        # takes tiles p, p + programs, ... Built in one go: a long sequence has many tiles.
+        per = triton.cdiv(n_i * n_zh, programs)
+        tile = torch.arange(per * programs).reshape(per, programs).T
+        taken = tile < n_i * n_zh
+        entries = torch.stack((tile // n_i, tile % n_i * block_m, torch.full_like(tile, triton.cdiv(n, block_n))), -1)
+        table = torch.cat((taken.sum(1, keepdim=True), (entries * taken[..., None]).reshape(programs, -1)), 1)
+        return table.to(device=device, dtype=torch.int32), table.shape[1]
     loads = [(0, p) for p in range(programs)]
     rows: list[list[int]] = [[] for _ in range(programs)]
     for tile in range(n_i * n_zh):
         i, zh = tile % n_i, tile // n_i
-        blocks = triton.cdiv(n, block_n)
-        if causal:
-            rank, zh = _causal_order_host(i, zh, n_i, n_zh, _head_group(True))
-            i = n_i - 1 - rank
-            blocks = min(blocks, triton.cdiv((i + 1) * block_m, block_n))
+        rank, zh = _causal_order_host(i, zh, n_i, n_zh, _head_group(True))
+        i = n_i - 1 - rank
+        blocks = min(triton.cdiv(n, block_n), triton.cdiv((i + 1) * block_m, block_n))
         load, p = heapq.heappop(loads)
         rows[p] += [zh, i * block_m, blocks]
         heapq.heappush(loads, (load + blocks + TILE_OVERHEAD_BLOCKS, p))
