@@ -368,15 +368,13 @@ def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     if PERSISTENT:
         kv = 0  # key blocks loaded by earlier tiles: the ring's position
-        t = 0  # tiles done
         for visit in range(gl.load(sched)):
             zh = gl.load(sched + 1 + 3 * visit)
             m0 = gl.load(sched + 2 + 3 * visit)
             n_blocks = gl.load(sched + 3 + 3 * visit)
             _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
-                          v_empty, zh, m0, n_blocks, kv, t, H, GROUP, CONSUMERS)
+                          v_empty, zh, m0, n_blocks, kv, visit, H, GROUP, CONSUMERS)
             kv += n_blocks
-            t += 1
     else:
         zh, m0, n_blocks = _ws_fwd_tile(pid, pid_zh, n_i, n_zh, N, CONSUMERS * ROWS, BLOCK_N, IS_CAUSAL, HEAD_GROUP)
         _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
@@ -456,19 +454,17 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_emp
     if PERSISTENT:
         kv = 0  # key blocks of earlier tiles
         step = 0  # turns of earlier tiles: one per key block, and one more
-        t = 0
         for visit in range(gl.load(sched)):
             zh = gl.load(sched + 1 + 3 * visit)
             m0 = gl.load(sched + 2 + 3 * visit)
             n_loaded = gl.load(sched + 3 + 3 * visit)
-            buf = t % 2
+            buf = visit % 2  # the tile's set of query buffers (see _ws_load_tile)
             _ws_consume_tile(q_smem.index(buf * CONSUMERS + me), k_smem, v_smem, q_bars.index(buf * CONSUMERS + me),
-                             (t // 2) & 1, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr, zh // H, zh % H,
+                             (visit // 2) & 1, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr, zh // H, zh % H,
                              zh, m0 + me * ROWS, N, n_loaded, kv, step, qk_scale, causal, me, Q_REGS)
             mbarrier.arrive(q_empty.index(buf))
             kv += n_loaded
             step += n_loaded + 1
-            t += 1
     else:
         zh, m0, n_loaded = _ws_fwd_tile(pid, pid_zh, n_i, n_zh, N, CONSUMERS * ROWS, BLOCK_N, IS_CAUSAL, HEAD_GROUP)
         _ws_consume_tile(q_smem.index(me), k_smem, v_smem, q_bars.index(me), 0, k_ready, v_ready, k_empty, v_empty,
@@ -1728,15 +1724,14 @@ def _forward(
         srcs = (_ws_descriptor(q, WS_ROWS), _ws_descriptor(k, cfg.block_n), _ws_descriptor(v, cfg.block_n),
                 _ws_descriptor(o, WS_ROWS))
         regs = ws_registers(cfg.block_m // WS_ROWS)
-        n_tiles = triton.cdiv(n, cfg.block_m) * b * h
+        grid = (triton.cdiv(n, cfg.block_m), b * h)  # a program per tile
         persistent = n <= FWD_WS_PERSISTENT[(d, causal)]
+        sched, width = lse, 0  # not read without PERSISTENT
         if persistent:
+            n_tiles = grid[0] * grid[1]
             programs = min(n_tiles, runtime.sm_count(q.device), PERSISTENT_PROGRAMS or n_tiles)
             sched, width = _fwd_schedule(n, b * h, causal, cfg.block_m, cfg.block_n, programs, q.device)
             grid = (programs,)
-        else:
-            sched, width = lse, 0  # not read
-            grid = (triton.cdiv(n, cfg.block_m), b * h)
         attention_fwd_ws_kernel[grid](
             *srcs, lse, sched, width, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
