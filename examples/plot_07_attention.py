@@ -629,7 +629,8 @@ print(inspect.getsource(_fwd_schedule.__wrapped__))
 # 611), and with a causal mask up to ``N = 2048`` (328 to 380 TFLOPS at 1024); from 4096 on the
 # causal one ran 1-8% slower. At ``D = 64`` the persistent consumers no longer fit their 160
 # registers a thread without a mask (triton 3.6 keeps a stack frame of 160 bytes, none with a
-# program per tile), and reached 1-11% fewer TFLOPS; only the causal ``N = 1024`` gained (209 to 235 TFLOPS).
+# program per tile), and reached 1-11% fewer TFLOPS; only the causal ``N = 1024`` gained (209
+# to 235 TFLOPS).
 
 print(FWD_WS_PERSISTENT)
 
