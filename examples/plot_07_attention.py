@@ -987,13 +987,19 @@ for doc, live in results:
 
 # %%
 # The benchmark interleaves its variants in blocks of tens of milliseconds, so that each meets the
-# same mix of clock states. Under the sustained load of one kernel the order can change: in a
-# probe on an H200 (2026-11-23, triton 3.6.0, torch 2.11, float16, B = 4, H = 16, N = 4096,
-# D = 128), four-second loops of each backward drew the same power, about 610 W, but the SM clock
-# settled at 1650-1720 MHz under cuDNN's kernel and at 1750-1770 MHz under ours. There ours ran
-# 1-2% faster without a mask and level with cuDNN with one. Which number matters depends on the
-# workload: a training step keeps the GPU busy for seconds. The same shape in the benchmark's
-# interleaved blocks:
+# same mix of clock states. Under the sustained load of one kernel the order can change: in a probe
+# on an H200 (2026-11-23, triton 3.6.0, torch 2.11, float16, B = 4, H = 16, N = 4096, D = 128),
+# four-second loops of each backward drew the same power, about 610 W, but the SM clock settled at
+# 1650-1720 MHz under cuDNN's kernel and at 1750-1770 MHz under ours. There ours ran 1-2% faster
+# without a mask and level with cuDNN with one. On an H100 (2026-11-25, same versions and shape, no
+# mask) the card drew 697 W under both kernels, against a 700 W limit, and the clock fell further
+# under cuDNN's. In two four-second loops each, cuDNN began at 553 TFLOPS and ended at 466 and 457
+# (lowest clock 1275 and 1305 MHz), ours began at 524 and 547 and ended at 494 and 477 (1575 and
+# 1365 MHz); the medians were 507 and 506 for cuDNN, 493 and 504 for ours. Timed in the benchmark's
+# mix, cuDNN reached 541 TFLOPS against ours 489; in blocks of the two alone, 501 against 483. The
+# lighter SDPA backends of the mix likely let the clock recover between blocks, which helps the
+# kernel that loses more clock under load. Which number matters depends on the workload: a training
+# step keeps the GPU busy for seconds. The same shape in the benchmark's interleaved blocks:
 
 for doc, _ in results:
     for causal in (False, True):
