@@ -13,6 +13,7 @@ In interpreter mode the kernels run with small blocks (32 x 16 forward), so sequ
 
 from __future__ import annotations
 
+import collections
 import importlib
 import math
 import re
@@ -422,7 +423,7 @@ def test_causal_order_starts_each_groups_programs_rank_by_rank(n_i, n_zh, group,
 def test_persistent_forward_schedule_deals_every_tile_once_to_the_least_loaded_program(n, n_zh, causal, block_m,
                                                                                       programs):
     block_n = 128
-    table, width = attn._fwd_schedule(n, n_zh, causal, block_m, block_n, programs, torch.device("cpu"))
+    table, width = attn._fwd_schedule(n, n_zh, causal, block_m, block_n, programs)
     assert table.dtype == torch.int32 and table.shape == (programs, width)
     n_i = triton.cdiv(n, block_m)
     rows = [[tuple(row[1 + 3 * t:4 + 3 * t]) for t in range(row[0])] for row in table.tolist()]
@@ -443,6 +444,31 @@ def test_persistent_forward_schedule_deals_every_tile_once_to_the_least_loaded_p
             group = attn._head_group(True)
             for a, b in zip(tiles, tiles[1:], strict=False):
                 assert a[0] // group != b[0] // group or a[2] >= b[2], (a, b)
+
+
+def test_persistent_forward_schedules_stay_on_the_device_while_a_graph_may_read_them(monkeypatch):
+    # Copied to the device once and kept (at most SCHEDULE_CACHE_SIZE); while a CUDA graph is being
+    # captured, a schedule not yet there is not built (None: a program per tile), and one that is
+    # stays for good, since the graph's kernels read it at every replay.
+    monkeypatch.setattr(attn, "_SCHEDULES", collections.OrderedDict())
+    monkeypatch.setattr(attn, "_CAPTURED_SCHEDULES", {})
+    capturing = False
+    monkeypatch.setattr(attn, "_capturing", lambda device: capturing)
+    cpu = torch.device("cpu")
+    args = (1000, 3, False, 128, 128, 4)
+    first = attn._device_schedule(cpu, *args)
+    assert torch.equal(first[0], attn._fwd_schedule(*args)[0]) and first[1] == attn._fwd_schedule(*args)[1]
+    assert attn._device_schedule(cpu, *args) is first
+    capturing = True
+    assert attn._device_schedule(cpu, 999, *args[1:]) is None
+    assert attn._device_schedule(cpu, *args) is first
+    capturing = False
+    for n in range(2000, 2000 + attn.SCHEDULE_CACHE_SIZE):
+        attn._device_schedule(cpu, n, *args[1:])
+    assert len(attn._SCHEDULES) == attn.SCHEDULE_CACHE_SIZE and (cpu, *args) not in attn._SCHEDULES
+    assert attn._device_schedule(cpu, *args) is first  # the captured copy, not a new one
+    assert (cpu, 2000, *args[1:]) not in attn._SCHEDULES  # the least recently used went
+
 
 # -- configurations and compiled code --------------------------------------------------------------
 def test_every_head_dim_causality_and_dtype_has_a_configuration():
@@ -958,6 +984,31 @@ def test_warp_specialized_forward_on_gpu(shape, causal, dtype, persistent, monke
     assert_close(o, ref, dtype)
     assert relative_error(o, ref) <= 2 * relative_error(torch_sdpa(q, k, v, causal), ref) + 1e-7
     assert_close(lse, attention_lse_reference(q, k, causal), torch.float32)
+
+
+@gpu_only
+def test_warp_specialized_forward_in_cuda_graphs(monkeypatch):
+    # Captured at a length run before (its schedule on the GPU: persistent) and at one not run
+    # before (a program per tile): each replay on new inputs matches an eager call on them.
+    monkeypatch.setattr(attn, "_SCHEDULES", collections.OrderedDict())
+    monkeypatch.setattr(attn, "_CAPTURED_SCHEDULES", {})
+    q, k, v = qkv(1, 4, 4, 1000, 128, torch.float16, "cuda")
+    if reason := attn._ws_obstacle(q, k, v, q, False):
+        pytest.skip(f"the warp-specialized forward cannot run here: {reason}")
+    assert 1003 <= attn.FWD_WS_PERSISTENT[(128, False)]
+    attention_fwd(q, k, v, method="warp_specialized")
+    for n, persistent in ((1000, True), (1003, False)):
+        q, k, v = qkv(1, 4, 4, n, 128, torch.float16, "cuda")
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            o, lse = attention_fwd(q, k, v, method="warp_specialized")
+        assert any(key[1] == n for key in attn._CAPTURED_SCHEDULES) == persistent
+        for t in (q, k, v):
+            t.copy_(random_tensor(t.shape, t.dtype, "cuda"))
+        graph.replay()
+        eager_o, eager_lse = attention_fwd(q, k, v, method="warp_specialized")
+        assert torch.equal(o, eager_o) and torch.equal(lse, eager_lse)
+        assert_close(o, attention_reference(q, k, v), torch.float16)
 
 
 @gpu_only

@@ -65,7 +65,7 @@ interpreter does not run Gluon kernels, so there the warp-specialized forward ne
 
 from __future__ import annotations
 
-import functools
+import collections
 import heapq
 import math
 from dataclasses import dataclass
@@ -1688,15 +1688,13 @@ def _causal_order_host(i: int, zh: int, n_i: int, n_zh: int, group: int) -> tupl
 TILE_OVERHEAD_BLOCKS = 2
 
 
-@functools.lru_cache(maxsize=64)
-def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, programs: int,
-                  device: torch.device) -> tuple[torch.Tensor, int]:
+def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, programs: int) -> tuple[torch.Tensor, int]:
     """The persistent forward's schedule: the tiles of ``n_zh`` heads of ``n`` rows, in the order
     ``_ws_fwd_tile`` numbers them (causal: the longest first), each dealt to the program with the
     least work so far (its key blocks plus :data:`TILE_OVERHEAD_BLOCKS` a tile).
 
-    Returns an int32 tensor with one row per program, its number of tiles and then (zh, m0, key
-    blocks) of each, in order, and the row width.
+    Returns an int32 tensor on the host with one row per program, its number of tiles and then
+    (zh, m0, key blocks) of each, in order, and the row width.
     """
     n_i = triton.cdiv(n, block_m)
     if not causal:
@@ -1707,7 +1705,7 @@ def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, p
         taken = tile < n_i * n_zh
         entries = torch.stack((tile // n_i, tile % n_i * block_m, torch.full_like(tile, triton.cdiv(n, block_n))), -1)
         table = torch.cat((taken.sum(1, keepdim=True), (entries * taken[..., None]).reshape(programs, -1)), 1)
-        return table.to(device=device, dtype=torch.int32), table.shape[1]
+        return table.to(torch.int32), table.shape[1]
     loads = [(0, p) for p in range(programs)]
     rows: list[list[int]] = [[] for _ in range(programs)]
     for tile in range(n_i * n_zh):
@@ -1723,7 +1721,41 @@ def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, p
     for p, r in enumerate(rows):
         table[p, 0] = len(r) // 3
         table[p, 1:1 + len(r)] = torch.tensor(r, dtype=torch.int32)
-    return table.to(device), width
+    return table, width
+
+
+# Schedules copied to a device, by (device, _fwd_schedule's arguments), the most recently used last;
+# at most SCHEDULE_CACHE_SIZE of them.
+_SCHEDULES: collections.OrderedDict[tuple, tuple[torch.Tensor, int]] = collections.OrderedDict()
+SCHEDULE_CACHE_SIZE = 64
+# Schedules a CUDA graph captured: its kernels read them at every replay, so they are never freed.
+_CAPTURED_SCHEDULES: dict[tuple, tuple[torch.Tensor, int]] = {}
+
+
+def _capturing(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def _device_schedule(device: torch.device, *args: int) -> tuple[torch.Tensor, int] | None:
+    """``_fwd_schedule(*args)`` on ``device``, copied there on first use and kept.
+
+    ``None`` while a CUDA graph is being captured and the schedule is not on the device yet: a copy
+    from pageable host memory cannot be captured, and the caller launches a program per tile instead.
+    """
+    key = (device, *args)
+    capturing = _capturing(device)
+    entry = _SCHEDULES.pop(key, None) or _CAPTURED_SCHEDULES.get(key)
+    if entry is None:
+        if capturing:
+            return None
+        table, width = _fwd_schedule(*args)
+        entry = (table.to(device), width)
+    _SCHEDULES[key] = entry
+    if len(_SCHEDULES) > SCHEDULE_CACHE_SIZE:
+        _SCHEDULES.popitem(last=False)
+    if capturing:
+        _CAPTURED_SCHEDULES[key] = entry
+    return entry
 
 
 def _forward(
@@ -1745,12 +1777,14 @@ def _forward(
                 _ws_descriptor(o, WS_ROWS))
         regs = ws_registers(cfg.block_m // WS_ROWS)
         grid = (triton.cdiv(n, cfg.block_m), b * h)  # a program per tile
-        persistent = n <= FWD_WS_PERSISTENT[(d, causal)]
-        sched, width = lse, 0  # not read without PERSISTENT
-        if persistent:
+        schedule = None
+        if n <= FWD_WS_PERSISTENT[(d, causal)]:
             n_tiles = grid[0] * grid[1]
             programs = min(n_tiles, runtime.sm_count(q.device), PERSISTENT_PROGRAMS or n_tiles)
-            sched, width = _fwd_schedule(n, b * h, causal, cfg.block_m, cfg.block_n, programs, q.device)
+            schedule = _device_schedule(q.device, n, b * h, causal, cfg.block_m, cfg.block_n, programs)
+        persistent = schedule is not None
+        sched, width = schedule if persistent else (lse, 0)  # lse: a placeholder, not read without PERSISTENT
+        if persistent:
             grid = (programs,)
         attention_fwd_ws_kernel[grid](
             *srcs, lse, sched, width, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
