@@ -359,6 +359,13 @@ def _ws_fwd_tile(i, zh, n_i, n_zh, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constex
 
 
 @gluon.jit
+def _ws_sched_tile(sched, visit):
+    # The visit-th tile of a program's row of the persistent schedule (see _fwd_schedule): its flat
+    # head, first row and key blocks, as _ws_fwd_tile gives them for a program per tile.
+    return gl.load(sched + 1 + 3 * visit), gl.load(sched + 2 + 3 * visit), gl.load(sched + 3 + 3 * visit)
+
+
+@gluon.jit
 def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty,
              pid, pid_zh, sched, n_i, n_zh, H, N, GROUP, CONSUMERS: gl.constexpr, IS_CAUSAL: gl.constexpr,
              HEAD_GROUP: gl.constexpr, PERSISTENT: gl.constexpr):
@@ -369,9 +376,7 @@ def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_
     if PERSISTENT:
         kv = 0  # key blocks loaded by earlier tiles: the ring's position
         for visit in range(gl.load(sched)):
-            zh = gl.load(sched + 1 + 3 * visit)
-            m0 = gl.load(sched + 2 + 3 * visit)
-            n_blocks = gl.load(sched + 3 + 3 * visit)
+            zh, m0, n_blocks = _ws_sched_tile(sched, visit)
             _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
                           v_empty, zh, m0, n_blocks, kv, visit, H, GROUP, CONSUMERS)
             kv += n_blocks
@@ -455,9 +460,7 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_emp
         kv = 0  # key blocks of earlier tiles
         step = 0  # turns of earlier tiles: one per key block, and one more
         for visit in range(gl.load(sched)):
-            zh = gl.load(sched + 1 + 3 * visit)
-            m0 = gl.load(sched + 2 + 3 * visit)
-            n_loaded = gl.load(sched + 3 + 3 * visit)
+            zh, m0, n_loaded = _ws_sched_tile(sched, visit)
             buf = visit % 2  # the tile's set of query buffers (see _ws_load_tile)
             _ws_consume_tile(q_smem.index(buf * CONSUMERS + me), k_smem, v_smem, q_bars.index(buf * CONSUMERS + me),
                              (visit // 2) & 1, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr, zh // H, zh % H,
@@ -1777,15 +1780,15 @@ def _forward(
                 _ws_descriptor(o, WS_ROWS))
         regs = ws_registers(cfg.block_m // WS_ROWS)
         grid = (triton.cdiv(n, cfg.block_m), b * h)  # a program per tile
-        schedule = None
+        sched, width = lse, 0  # a placeholder, not read without PERSISTENT
+        persistent = False
         if n <= FWD_WS_PERSISTENT[(d, causal)]:
             n_tiles = grid[0] * grid[1]
             programs = min(n_tiles, runtime.sm_count(q.device), PERSISTENT_PROGRAMS or n_tiles)
             schedule = _device_schedule(q.device, n, b * h, causal, cfg.block_m, cfg.block_n, programs)
-        persistent = schedule is not None
-        sched, width = schedule if persistent else (lse, 0)  # lse: a placeholder, not read without PERSISTENT
-        if persistent:
-            grid = (programs,)
+            persistent = schedule is not None  # None: a graph is being captured (see _device_schedule)
+            if persistent:
+                (sched, width), grid = schedule, (programs,)
         attention_fwd_ws_kernel[grid](
             *srcs, lse, sched, width, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
