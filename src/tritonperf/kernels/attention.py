@@ -1294,6 +1294,18 @@ BWD_WS_DS_STAGES = 2
 # 439 / 438 / 448; full float16 1024 397 / 403 / 400, 4096 472 / 484 / 492, 16384 506 / 511 / 519,
 # bfloat16 4096 484 / 505 / 509. Full attention loses with the split, so only causal takes it.
 BWD_WS_SPLIT_DQ = {(128, True)}
+# The swizzle (bytes) of the warp-specialized backward's float32 dQ buffer, by head dimension. A
+# consumer stores dQ there from the wgmma accumulator, 8 bytes a thread; under the 128-byte swizzle
+# rows r and r ^ 1 of a warp meet in the same banks. A narrower swizzle spares those conflicts but
+# sends dQ out in more, smaller TMA reduces (one per 8 columns at 32 bytes). Measured on an NVIDIA
+# H100 (triton 3.6, torch 2.11, 2026-11-25, float16, B·N = 16k tokens, H·D = 2048, one interleaved
+# run with cuDNN), TFLOPS at swizzle 128 / 64 / 32 / cuDNN: D = 64 full N = 1024 341 / 338 / 347 / 329,
+# 4096 420 / 417 / 431 / 404, 16384 457 / 437 / 458 / 431; causal 1024 248 / 247 / 249 / 231, 4096
+# 368 / 367 / 376 / 347, 16384 419 / 412 / 430 / 399 (bfloat16 full 4096 425 / - / 437 / 421). At
+# D = 128 the 32-byte swizzle lost at every probed length, full and causal (full N = 4096 480
+# against 434, cuDNN 496), though Nsight Compute counted 8 M bank conflicts on shared stores where
+# the 128-byte one has 42 M; the 64-byte one tied (full 4096 472 / 471).
+BWD_WS_DQ_SWIZZLE = {64: 32, 128: 128}
 # The A operand of a wgmma comes from shared memory or from registers. Where it stays the same
 # across a consumer's loop (Q in the forward; K and V in the backward), holding it in registers
 # takes it off the shared-memory reads of every block, at the price of the registers: a 64-row
@@ -1544,13 +1556,15 @@ def _descriptor(t: torch.Tensor, rows: int):
     return TensorDescriptor(t, list(t.shape), _descriptor_strides(t), [1, 1, rows, t.shape[3]])
 
 
-def _ws_descriptor(t: torch.Tensor, rows: int, cols: int | None = None):
+def _ws_descriptor(t: torch.Tensor, rows: int, cols: int | None = None, swizzle: int | None = None):
     """As :func:`_descriptor`, for the Gluon kernel: Gluon's descriptor also names the shared-memory
-    layout of a block (the widest swizzle its rows allow), which the kernel allocates its buffers with.
-    Blocks are ``cols`` wide if given, else the whole of ``D``."""
+    layout of a block (the widest swizzle its rows allow, or ``swizzle`` bytes), which the kernel
+    allocates its buffers with. Blocks are ``cols`` wide if given, else the whole of ``D``."""
     runtime.bind_context(t.device)
     block = [1, 1, rows, cols or t.shape[3]]
     layout = gl.NVMMASharedLayout.get_default_for(block, _GLUON_DTYPES[t.dtype])
+    if swizzle is not None:
+        layout = gl.NVMMASharedLayout(swizzle, layout.element_bitwidth, layout.rank)
     return GluonTensorDescriptor(t, list(t.shape), _descriptor_strides(t), block, layout)
 
 
@@ -1875,7 +1889,7 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
     attention_bwd_ws_kernel[(triton.cdiv(n, cfg.block_n), b * h_kv)](
         _ws_descriptor(q, WS_ROWS), _ws_descriptor(k, WS_ROWS), _ws_descriptor(v, WS_ROWS), _ws_descriptor(do, WS_ROWS),
         _ws_descriptor(dk, WS_ROWS), _ws_descriptor(dv, WS_ROWS), _ws_rows_descriptor(lse2), _ws_rows_descriptor(delta),
-        _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d),
+        _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d, BWD_WS_DQ_SWIZZLE[d]),
         h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
         NUM_STAGES=cfg.num_stages, DS_STAGES=BWD_WS_DS_STAGES, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"],
         LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal), KV_REGS=BWD_WS_KV_REGISTERS[d],
