@@ -52,6 +52,7 @@ from tritonperf.kernels.attention import (
     BWD_DKDV_TMA_CONFIGS,
     BWD_DQ_CONFIGS,
     BWD_DQ_TMA_CONFIGS,
+    BWD_WS_DQ_SWIZZLE,
     BWD_WS_KV_REGISTERS,
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
@@ -786,6 +787,19 @@ for n in (1024, SEQ_LENS[-1]):
     added = (n // (2 * WS_ROWS)) * b * h * n * 128 * 4
     inputs = 4 * b * h * n * 128 * 2
     print(f"N = {n:5}, D = 128: {added / GB:5.1f} GB added into dQ, {added / inputs:4.0f} x the bytes of q, k, v and dO")
+
+# %%
+# How the tile sits in shared memory matters too. A consumer stores ``dQ`` there straight from its
+# wgmma accumulator, 8 bytes a thread, and the copy engine reads it in the layout its descriptor
+# names. Under the 128-byte swizzle, neighbouring rows of a warp meet in the same banks. A 32-byte
+# swizzle keeps them apart, but the copy engine then sends each row in 32-byte pieces: four times
+# as many reduce messages. In one H100 run (2026-11-25, triton 3.6.0, float16, the benchmark's
+# shapes, interleaved with cuDNN) the 32-byte swizzle made ``D = 64`` faster at every length, causal
+# and not (0.4-2.6%; bfloat16 at ``N = 4096``: 2.7%). It made ``D = 128`` 5-11% slower, although
+# Nsight Compute counted a fifth of the bank conflicts in its shared stores (8 M against 42 M at
+# ``N = 4096``). Each head dimension keeps the faster one (``BWD_WS_DQ_SWIZZLE``, bytes by ``D``):
+
+print(BWD_WS_DQ_SWIZZLE)
 
 # %%
 # In the backward, a consumer's ``K`` and ``V`` are the A operands of ``Sᵀ = K Qᵀ`` and
