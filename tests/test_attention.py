@@ -652,19 +652,14 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal, persiste
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [64, 128])
 def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
-    # As the forward's test: a launch on contiguous float16 tensors, with the float32 dQ buffer's
-    # descriptor (blocks of half of D's columns where the dQ is split, at the launcher's swizzle) and
-    # the row descriptors of lse2 and delta as the launcher builds them.
+    # As the forward's test: a launch on contiguous float16 tensors, with the descriptors of the
+    # float32 dQ buffer and of the rows of lse2 and delta as the launcher builds them.
     from triton.runtime.jit import mangle_type
 
     cfg = BWD_WS_CONFIGS[(head_dim, causal, torch.float16)]
     assert (cfg.block_m, cfg.block_n) == (attn.WS_ROWS, 2 * attn.WS_ROWS)  # what the kernel assumes
-    split = (head_dim, causal) in attn.BWD_WS_SPLIT_DQ
     tile = mangle_type(attn._ws_descriptor(torch.empty((2, 2, 256, head_dim), dtype=torch.float16), attn.WS_ROWS))
-    dq32 = torch.empty((2, 2, 256, head_dim), dtype=torch.float32)
-    dq_type = mangle_type(
-        attn._ws_descriptor(dq32, attn.WS_ROWS, head_dim // 2 if split else None, attn.BWD_WS_DQ_SWIZZLE[head_dim])
-    )
+    dq_type = mangle_type(attn._ws_dq_buffer(torch.empty((2, 2, 256, head_dim), dtype=torch.float16), causal)[1])
     row_type = mangle_type(attn._ws_rows_descriptor(torch.empty((2, 2, 256), dtype=torch.float32)))
     sig = {f"{t}_desc": tile for t in ("q", "k", "v", "do", "dk", "dv")}
     sig |= {"lse2_desc": row_type, "delta_desc": row_type, "dq_desc": dq_type, "H": "i32", "N": "i32", "N_PAD": "i32",

@@ -1878,18 +1878,27 @@ def _backward(do, q, k, v, o, lse, causal, sm_scale, dq=None, dk=None, dv=None, 
     return dq, dk, dv
 
 
+def _ws_dq_buffer(q: torch.Tensor, causal: bool):
+    """The warp-specialized backward's float32 dQ buffer (zeros) and its descriptor: blocks of
+    ``WS_ROWS`` rows and ``D`` columns (``D / 2`` where the dQ is split, see
+    :data:`BWD_WS_SPLIT_DQ`), at the swizzle of :data:`BWD_WS_DQ_SWIZZLE`."""
+    d = q.shape[3]
+    dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    return dq32, _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d, BWD_WS_DQ_SWIZZLE[d])
+
+
 def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
     """The warp-specialized backward's launch: ``lse2`` and ``delta`` as the preprocessing kernel
     writes them (rows padded to a multiple of ``WS_ROWS``); dQ goes through a float32 buffer."""
     b, h, n, d = q.shape
     h_kv = k.shape[1]
     cfg = attention_config(d, causal, q.dtype, "bwd_ws")
-    dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    dq32, dq_desc = _ws_dq_buffer(q, causal)
     regs = ws_registers(2)
     attention_bwd_ws_kernel[(triton.cdiv(n, cfg.block_n), b * h_kv)](
         _ws_descriptor(q, WS_ROWS), _ws_descriptor(k, WS_ROWS), _ws_descriptor(v, WS_ROWS), _ws_descriptor(do, WS_ROWS),
         _ws_descriptor(dk, WS_ROWS), _ws_descriptor(dv, WS_ROWS), _ws_rows_descriptor(lse2), _ws_rows_descriptor(delta),
-        _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d, BWD_WS_DQ_SWIZZLE[d]),
+        dq_desc,
         h, n, lse2.shape[2], h // h_kv, sm_scale, sm_scale * LOG2E,
         NUM_STAGES=cfg.num_stages, DS_STAGES=BWD_WS_DS_STAGES, IS_CAUSAL=causal, CONSUMER_REGS=regs["consumer"],
         LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal), KV_REGS=BWD_WS_KV_REGISTERS[d],
