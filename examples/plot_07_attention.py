@@ -52,6 +52,7 @@ from tritonperf.kernels.attention import (
     BWD_DKDV_TMA_CONFIGS,
     BWD_DQ_CONFIGS,
     BWD_DQ_TMA_CONFIGS,
+    BWD_WS_DQ_GROUPED,
     BWD_WS_DQ_SWIZZLE,
     BWD_WS_KV_REGISTERS,
     FWD_CONFIGS,
@@ -794,12 +795,22 @@ for n in (1024, SEQ_LENS[-1]):
 # names. Under the 128-byte swizzle, neighbouring rows of a warp meet in the same banks. A 32-byte
 # swizzle keeps them apart, but the copy engine then sends each row in 32-byte pieces: four times
 # as many reduce messages. In one H100 run (2026-11-25, triton 3.6.0, float16, the benchmark's
-# shapes, interleaved with cuDNN) the 32-byte swizzle made ``D = 64`` faster at every length, causal
-# and not (0.4-2.6%; bfloat16 at ``N = 4096``: 2.7%). It made ``D = 128`` 5-11% slower, although
-# Nsight Compute counted a fifth of the bank conflicts in its shared stores (8 M against 42 M at
-# ``N = 4096``). Each head dimension keeps the faster one (``BWD_WS_DQ_SWIZZLE``, bytes by ``D``):
+# shapes, interleaved with cuDNN) the 32-byte swizzle made ``D = 64`` 0.4-2.6% faster and
+# ``D = 128`` 5-11% slower, although Nsight Compute counted a fifth of the bank conflicts in its
+# shared stores (8 M against 42 M at ``N = 4096``).
+#
+# So the buffer changes shape instead. Held as ``(B, H, D / 8, N, 8)``, groups of 8 columns with
+# each group's rows one after another, a warp's stores fill 256 contiguous bytes: no conflicts and
+# no swizzle. The descriptor then sees a tile of one group as two rows of 1 KB, and the whole tile
+# leaves in one reduce. A small kernel writes ``dQ`` from the groups afterwards; the row layout
+# needed a copy anyway, from float32 to ``dQ``'s dtype. In another H100 run (same day and shapes)
+# the groups were 1.4-4.4% faster at ``D = 64``, causal and not, and 3.5-7.8% faster at ``D = 128``
+# full (541 against 502 TFLOPS at ``N = 16384``; cuDNN 520). At ``D = 128`` causal, where each
+# consumer adds half of ``dQ``'s columns, the rows stayed 1.3-4.3% ahead from ``N = 1024`` to 16384,
+# and we have not found why. The pairs ``(D, causal)`` in column groups, then the swizzle (bytes by
+# ``D``) of the rest:
 
-print(BWD_WS_DQ_SWIZZLE)
+print(sorted(BWD_WS_DQ_GROUPED), BWD_WS_DQ_SWIZZLE)
 
 # %%
 # In the backward, a consumer's ``K`` and ``V`` are the A operands of ``Sᵀ = K Qᵀ`` and

@@ -417,6 +417,26 @@ def test_causal_order_starts_each_groups_programs_rank_by_rank(n_i, n_zh, group,
     assert started == [(h, r) for r, h in host]
 
 
+# The warp-specialized backward's dQ buffer in column groups: every row of every group lands in its
+# place in dQ, in dQ's strides, and rows past N stay out.
+@pytest.mark.parametrize("b, h, n, d", [(2, 3, 100, 64), (1, 2, 64, 128), (1, 1, 130, 128)], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "heads-inner"])
+def test_dq_ungroup_kernel_puts_the_groups_side_by_side(b, h, n, d, layout, device):
+    n_pad = triton.cdiv(n, 64) * 64
+    dq32 = torch.randn(b, h, d // 8, n_pad, 8, device=device)
+    want = dq32[:, :, :, :n].permute(0, 1, 3, 2, 4).reshape(b, h, n, d).half()
+    # dQ is the first n rows of a larger NaN buffer: the rows after them must stay NaN.
+    if layout == "contiguous":
+        room = torch.full((b, h, n + 64, d), float("nan"), dtype=torch.float16, device=device)
+    else:
+        room = torch.full((b, n + 64, h, d), float("nan"), dtype=torch.float16, device=device).transpose(1, 2)
+    dq = room[:, :, :n]
+    attn.attention_dq_ungroup_kernel[(triton.cdiv(n, 64), b * h)](
+        dq32, dq, *attn._strides(dq), h, n, n_pad, BLOCK_M=64, HEAD_DIM=d, num_warps=4)
+    assert torch.equal(dq, want)
+    assert room[:, :, n:].isnan().all()
+
+
 @pytest.mark.parametrize("n, n_zh, causal, block_m, programs", [
     (1000, 3, False, 128, 4), (1000, 3, True, 128, 4), (4097, 5, True, 192, 7), (300, 2, True, 192, 1),
     (2048, 16, True, 128, 132), (128, 1, False, 128, 1), (4097, 130, False, 192, 132)])
@@ -649,12 +669,17 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal, persiste
 
 
 @pytest.mark.skipif(MISSING is not None, reason=f"this Triton cannot compile for CUDA: {MISSING}")
+@pytest.mark.parametrize("dq_layout", ["rows", "groups"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal):
-    # As the forward's test: a launch on contiguous float16 tensors, with the descriptors of the
-    # float32 dQ buffer and of the rows of lse2 and delta as the launcher builds them.
+def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal, dq_layout, monkeypatch):
+    # As the forward's test: a launch on contiguous float16 tensors, with the float32 dQ buffer's
+    # descriptor (in rows or column groups, blocks of half of D's columns where the dQ is split) and
+    # the row descriptors of lse2 and delta as the launcher builds them.
     from triton.runtime.jit import mangle_type
+
+    grouped = {(head_dim, causal)} if dq_layout == "groups" else set()
+    monkeypatch.setattr(attn, "BWD_WS_DQ_GROUPED", grouped)
 
     cfg = BWD_WS_CONFIGS[(head_dim, causal, torch.float16)]
     assert (cfg.block_m, cfg.block_n) == (attn.WS_ROWS, 2 * attn.WS_ROWS)  # what the kernel assumes
@@ -1045,6 +1070,23 @@ def test_warp_specialized_backward_on_gpu(shape, causal, dtype):
     leaves = [t.detach().requires_grad_() for t in (q, k, v)]
     torch_grads = torch.autograd.grad(torch_sdpa(*leaves, causal), leaves, do)
     for ours, ref, theirs in zip((dq, dk, dv), reference_grads(q, k, v, do, causal), torch_grads, strict=True):
+        assert_grad_close(ours, ref, theirs)
+
+
+@gpu_only
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_warp_specialized_backward_in_the_other_dq_layout_on_gpu(head_dim, causal, monkeypatch):
+    # The dQ buffer in the layout that BWD_WS_DQ_GROUPED does not pick for this head dim and mask
+    # (rows for column groups and back), on ragged blocks with grouped heads.
+    monkeypatch.setattr(attn, "BWD_WS_DQ_GROUPED", attn.BWD_WS_DQ_GROUPED ^ {(head_dim, causal)})
+    q, k, v = qkv(2, 4, 2, 1000, head_dim, torch.float16, "cuda")
+    do = random_tensor(q.shape, torch.float16, "cuda")
+    o, lse = attention_fwd(q, k, v, causal)
+    grads = attention_bwd(do, q, k, v, o, lse, causal, method="warp_specialized")
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    torch_grads = torch.autograd.grad(torch_sdpa(*leaves, causal), leaves, do)
+    for ours, ref, theirs in zip(grads, reference_grads(q, k, v, do, causal), torch_grads, strict=True):
         assert_grad_close(ours, ref, theirs)
 
 

@@ -700,6 +700,31 @@ def attention_bwd_preprocess_kernel(
 
 
 @triton.jit
+def attention_dq_ungroup_kernel(
+    dq32_ptr, dq_ptr,
+    stride_dqz, stride_dqh, stride_dqm, stride_dqk,
+    H, N, N_PAD,
+    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr,
+):
+    # The warp-specialized backward's float32 dQ buffer in column groups, (B * H, HEAD_DIM / 8, N_PAD,
+    # 8), to dQ in its own dtype and strides: BLOCK_M rows of every group, side by side.
+    start_m = tl.program_id(0)
+    zh = tl.program_id(1)
+    z = (zh // H).to(tl.int64)
+    h = (zh % H).to(tl.int64)
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    groups = tl.arange(0, HEAD_DIM // 8)
+    offs_e = tl.arange(0, 8)
+    src = (dq32_ptr + zh.to(tl.int64) * HEAD_DIM * N_PAD + groups[:, None, None] * (N_PAD * 8)
+           + rows[None, :, None] * 8 + offs_e[None, None, :])
+    x = tl.load(src, mask=(rows < N)[None, :, None], other=0.0)
+    x = tl.reshape(tl.permute(x, (1, 0, 2)), (BLOCK_M, HEAD_DIM))
+    offs_d = tl.arange(0, HEAD_DIM)
+    dst = dq_ptr + z * stride_dqz + h * stride_dqh + rows[:, None] * stride_dqm + offs_d[None, :] * stride_dqk
+    tl.store(dst, x.to(dq_ptr.dtype.element_ty), mask=(rows < N)[:, None])
+
+
+@triton.jit
 def _dkdv_blocks(dk, dv, k, v, q_src, do_src, lse_row, delta_row, z, h, cols, start, end, N, qk_scale,
                  stride_qm, stride_qk, stride_dom, stride_dok,
                  BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL_MASK: tl.constexpr, SEQ_MASK: tl.constexpr,
@@ -982,7 +1007,12 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
     # (consumer c's at 2 * pair + c).
     ROWS: gl.constexpr = q_smem.shape[3]
     HEAD_DIM: gl.constexpr = q_smem.shape[4]
-    DQ_COLS: gl.constexpr = dq_smem.shape[3]
+    DQ_GROUPED: gl.constexpr = len(dq_smem.shape) == 5
+    if DQ_GROUPED:  # blocks of [1, 1, groups, R, E]: R rows of E floats hold ROWS rows of 8 columns
+        DQ_COLS: gl.constexpr = dq_smem.shape[2] * 8
+        DQ_R: gl.constexpr = dq_smem.shape[3]
+    else:
+        DQ_COLS: gl.constexpr = dq_smem.shape[3]
     NUM_STAGES: gl.constexpr = q_smem.shape[0]
     DS_STAGES: gl.constexpr = ds_smem.shape[0] // 2
     dtype: gl.constexpr = q_smem.dtype
@@ -994,7 +1024,10 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
 
     k = k_c.reshape([ROWS, HEAD_DIM])
     v = v_c.reshape([ROWS, HEAD_DIM])
-    dq_tile = dq_smem.reshape([ROWS, DQ_COLS])
+    if DQ_GROUPED:
+        dq_tile = dq_smem.reshape([DQ_COLS // 8, ROWS, 8])
+    else:
+        dq_tile = dq_smem.reshape([ROWS, DQ_COLS])
     cols = n0c + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))  # this consumer's keys
     offs_m = gl.arange(0, ROWS, layout=col_layout)
     dk = gl.zeros([ROWS, HEAD_DIM], gl.float32, layout=o_layout)
@@ -1056,9 +1089,14 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
             dq = warpgroup_mma_wait(0, deps=(dq,))
             mbarrier.arrive(ds_free.index(pair))
             gl_tma.store_wait(0)  # this consumer's previous reduce-add has read dq_smem
-            dq_tile.store(dq * sm_scale)
-            fence_async_shared()
-            _tma_reduce_add(dq_desc, [z, h_kv * GROUP + g, j * ROWS, c * DQ_COLS % HEAD_DIM], dq_smem)
+            if DQ_GROUPED:
+                dq_tile.store((dq * sm_scale).reshape([ROWS, DQ_COLS // 8, 8]).permute((1, 0, 2)))
+                fence_async_shared()
+                _tma_reduce_add(dq_desc, [z, h_kv * GROUP + g, c * DQ_COLS % HEAD_DIM // 8, j * DQ_R, 0], dq_smem)
+            else:
+                dq_tile.store(dq * sm_scale)
+                fence_async_shared()
+                _tma_reduce_add(dq_desc, [z, h_kv * GROUP + g, j * ROWS, c * DQ_COLS % HEAD_DIM], dq_smem)
 
     # dK and dV leave through this consumer's K and V buffers, no longer read (every MMA was waited
     # for, and the other consumer's last dQ read K before it arrived on ds_free); rows past N dropped.
@@ -1086,13 +1124,16 @@ def attention_bwd_ws_kernel(
     # Program (i, z * H_kv + h_kv) (causal: renumbered by _causal_order, the longest first): key rows
     # [i * 2 * ROWS, (i + 1) * 2 * ROWS) of key/value head h_kv.
     # Descriptors of the whole 4-D tensors in blocks of 1 x 1 x ROWS x D (dq_desc: the float32 dQ
-    # buffer, in blocks of D or D / 2 columns); lse2_desc and delta_desc: the preprocessed
-    # (B * H * N_PAD,) rows in blocks of ROWS, N_PAD a multiple of ROWS (so a block never crosses into
-    # the next head).
+    # buffer, in rows or column groups, in blocks of D or D / 2 columns); lse2_desc and delta_desc:
+    # the preprocessed (B * H * N_PAD,) rows in blocks of ROWS, N_PAD a multiple of ROWS (so a block
+    # never crosses into the next head).
     # KV_REGS: each consumer holds its K (1) or its K and V (2) in registers (see BWD_WS_KV_REGISTERS).
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
-    DQ_COLS: gl.constexpr = dq_desc.block_type.shape[3]
+    if len(dq_desc.block_type.shape) == 5:  # column groups (see BWD_WS_DQ_GROUPED)
+        DQ_COLS: gl.constexpr = dq_desc.block_type.shape[2] * 8
+    else:
+        DQ_COLS: gl.constexpr = dq_desc.block_type.shape[3]
     DQ_WRITERS: gl.constexpr = HEAD_DIM // DQ_COLS  # consumers computing each block's dQ
     pid = gl.program_id(0)
     zh_kv = gl.program_id(1)
@@ -1294,10 +1335,11 @@ BWD_WS_DS_STAGES = 2
 # 439 / 438 / 448; full float16 1024 397 / 403 / 400, 4096 472 / 484 / 492, 16384 506 / 511 / 519,
 # bfloat16 4096 484 / 505 / 509. Full attention loses with the split, so only causal takes it.
 BWD_WS_SPLIT_DQ = {(128, True)}
-# The swizzle (bytes) of the warp-specialized backward's float32 dQ buffer, by head dimension. A
-# consumer stores dQ there from the wgmma accumulator, 8 bytes a thread; under the 128-byte swizzle
-# rows r and r ^ 1 of a warp meet in the same banks. A narrower swizzle spares those conflicts but
-# sends dQ out in more, smaller TMA reduces (one per 8 columns at 32 bytes). Measured on an NVIDIA
+# The swizzle (bytes) of the warp-specialized backward's float32 dQ buffer in rows (where
+# BWD_WS_DQ_GROUPED does not put it in column groups), by head dimension. A consumer stores dQ there
+# from the wgmma accumulator, 8 bytes a thread; under the 128-byte swizzle rows r and r ^ 1 of a warp
+# meet in the same banks. A narrower swizzle spares those conflicts but sends dQ out in more, smaller
+# TMA reduces (one per 8 columns at 32 bytes). Measured on an NVIDIA
 # H100 (triton 3.6, torch 2.11, 2026-11-25, float16, B·N = 16k tokens, H·D = 2048, one interleaved
 # run with cuDNN), TFLOPS at swizzle 128 / 64 / 32 / cuDNN: D = 64 full N = 1024 341 / 338 / 347 / 329,
 # 4096 420 / 417 / 431 / 404, 16384 457 / 437 / 458 / 431; causal 1024 248 / 247 / 249 / 231, 4096
@@ -1306,6 +1348,18 @@ BWD_WS_SPLIT_DQ = {(128, True)}
 # against 434, cuDNN 496), though Nsight Compute counted 8 M bank conflicts on shared stores where
 # the 128-byte one has 42 M; the 64-byte one tied (full 4096 472 / 471).
 BWD_WS_DQ_SWIZZLE = {64: 32, 128: 128}
+# The layout of that dQ buffer, by (head dim, causal): rows (dQ's own shape, at the swizzle above)
+# or column groups, (B, H, D / 8, N_pad, 8): the rows of each group of 8 columns contiguous. In groups,
+# a warp's stores from the accumulator fill 256 contiguous bytes (no bank conflicts, no swizzle) and a
+# tile leaves in one TMA reduce of 1 KB rows, where rows take one reduce per 128-byte swizzle span;
+# attention_dq_ungroup_kernel then writes dQ from the groups (rows need a copy too, for the dtype).
+# Measured on an NVIDIA H100 (triton 3.6, torch 2.11, 2026-11-25, float16, B·N = 16k tokens,
+# H·D = 2048, one interleaved run with cuDNN a line), TFLOPS rows / groups / cuDNN: D = 64 full
+# N = 1024 347 / 352 / 327, 4096 425 / 440 / 403, 16384 454 / 474 / 428; causal 1024 248 / 252 / 231,
+# 4096 374 / 381 / 343, 16384 417 / 428 / 394; D = 128 full 1024 375 / 392 / 385, 4096 481 / 498 /
+# 486, 16384 502 / 541 / 520 (bfloat16 4096 489 / 507 / 497); D = 128 causal, where the dQ is split,
+# 1024 290 / 287 / 282, 4096 447 / 436 / 424, 16384 501 / 491 / 495 (bfloat16 4096 449 / 443 / 436).
+BWD_WS_DQ_GROUPED = {(64, False), (64, True), (128, False)}
 # The A operand of a wgmma comes from shared memory or from registers. Where it stays the same
 # across a consumer's loop (Q in the forward; K and V in the backward), holding it in registers
 # takes it off the shared-memory reads of every block, at the price of the registers: a 64-row
@@ -1879,12 +1933,22 @@ def _backward(do, q, k, v, o, lse, causal, sm_scale, dq=None, dk=None, dv=None, 
 
 
 def _ws_dq_buffer(q: torch.Tensor, causal: bool):
-    """The warp-specialized backward's float32 dQ buffer (zeros) and its descriptor: blocks of
-    ``WS_ROWS`` rows and ``D`` columns (``D / 2`` where the dQ is split, see
-    :data:`BWD_WS_SPLIT_DQ`), at the swizzle of :data:`BWD_WS_DQ_SWIZZLE`."""
-    d = q.shape[3]
+    """The warp-specialized backward's float32 dQ buffer (zeros) and its descriptor: in rows or in
+    column groups (:data:`BWD_WS_DQ_GROUPED`), in blocks of ``WS_ROWS`` rows and ``D`` columns (``D / 2``
+    where the dQ is split, see :data:`BWD_WS_SPLIT_DQ`)."""
+    b, h, n, d = q.shape
+    dq_cols = d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d
+    if (d, causal) in BWD_WS_DQ_GROUPED:
+        # Blocks of WS_ROWS rows of a group as 2 rows of 256 floats (TMA moves a box row by row: wide
+        # rows are fewer messages); rows padded to a multiple of WS_ROWS so no block spans two heads.
+        n_pad = triton.cdiv(n, WS_ROWS) * WS_ROWS
+        dq32 = torch.zeros((b, h, d // 8, n_pad, 8), dtype=torch.float32, device=q.device)
+        view = dq32.view(b, h, d // 8, n_pad // 32, 256)
+        runtime.bind_context(q.device)
+        return dq32, GluonTensorDescriptor(view, list(view.shape), list(view.stride()),
+                                           [1, 1, dq_cols // 8, WS_ROWS // 32, 256], gl.NVMMASharedLayout(0, 32, 5))
     dq32 = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-    return dq32, _ws_descriptor(dq32, WS_ROWS, d // 2 if (d, causal) in BWD_WS_SPLIT_DQ else d, BWD_WS_DQ_SWIZZLE[d])
+    return dq32, _ws_descriptor(dq32, WS_ROWS, dq_cols, BWD_WS_DQ_SWIZZLE[d])
 
 
 def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
@@ -1904,7 +1968,11 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
         LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal), KV_REGS=BWD_WS_KV_REGISTERS[d],
         num_warps=cfg.num_warps,
     )
-    dq.copy_(dq32)
+    if dq32.dim() == 5:
+        attention_dq_ungroup_kernel[(triton.cdiv(n, 64), b * h)](
+            dq32, dq, *_strides(dq), h, n, dq32.shape[3], BLOCK_M=64, HEAD_DIM=d, num_warps=4)
+    else:
+        dq.copy_(dq32)
 
 
 def attention_fwd(
