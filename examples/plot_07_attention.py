@@ -53,8 +53,8 @@ from tritonperf.kernels.attention import (
     BWD_DQ_CONFIGS,
     BWD_DQ_TMA_CONFIGS,
     BWD_WS_DQ_GROUPED,
-    BWD_WS_DQ_SWIZZLE,
     BWD_WS_KV_REGISTERS,
+    BWD_WS_SPLIT_DQ,
     FWD_CONFIGS,
     FWD_TMA_CONFIGS,
     FWD_WS_CONFIGS,
@@ -776,12 +776,8 @@ for name, kv_table, dq_table in (("pointers", BWD_DKDV_CONFIGS, BWD_DQ_CONFIGS),
 # the last one's. With one pair, at every block the consumer not computing ``dQ`` waited for the
 # other's ``dQ`` matmuls before writing its next ``dS``; the second pair (16 KB of shared memory)
 # made the kernel 2-5% faster at ``D = 128`` and 1-7% at ``D = 64`` in one H200 run (2026-11-23,
-# triton 3.6.0, float16, the benchmark's shapes). Causal at ``D = 128``, the two consumers share
-# each block's ``dQ`` instead: each computes half of its columns at every block, so both do the
-# same work at every block and each holds 32 registers a thread less. In one H200 run (2026-11-24,
-# triton 3.6.0, float16) that was 4% faster at ``N = 1024``, 3% at 4096 and even at 16384; without
-# the mask it was 1-2% slower (bfloat16, ``N = 4096``: 4%), so full attention keeps the turns.
-# The float32 tiles are still much traffic. At the benchmark's shapes:
+# triton 3.6.0, float16, the benchmark's shapes). The float32 tiles are still much traffic. At the
+# benchmark's shapes:
 
 for n in (1024, SEQ_LENS[-1]):
     b, h = TOKENS // n, CHANNELS // 128
@@ -805,12 +801,17 @@ for n in (1024, SEQ_LENS[-1]):
 # leaves in one reduce. A small kernel writes ``dQ`` from the groups afterwards; the row layout
 # needed a copy anyway, from float32 to ``dQ``'s dtype. In another H100 run (same day and shapes)
 # the groups were 1.4-4.4% faster at ``D = 64``, causal and not, and 3.5-7.8% faster at ``D = 128``
-# full (541 against 502 TFLOPS at ``N = 16384``; cuDNN 520). At ``D = 128`` causal, where each
-# consumer adds half of ``dQ``'s columns, the rows stayed 1.3-4.3% ahead from ``N = 1024`` to 16384,
-# and we have not found why. The pairs ``(D, causal)`` in column groups, then the swizzle (bytes by
-# ``D``) of the rest:
+# full (541 against 502 TFLOPS at ``N = 16384``; cuDNN 520).
+#
+# The groups also undid an older choice. Causal at ``D = 128``, the two consumers used to share
+# each block's ``dQ`` instead of taking turns: each computed half of its columns at every block,
+# so both did the same work and each held 32 registers a thread less. With the rows layout that
+# was 3-4% faster up to ``N = 4096`` (H200, 2026-11-24). With the groups, the split lost 2.4-3.9%
+# (float16, ``N`` = 2048, 8192, 16384), and the whole tile in groups beat the split in rows by
+# 1.3-3.0% from ``N = 2048`` to 16384, tying at 1024 (H100, 2026-11-25, float16 and bfloat16).
+# The pairs ``(D, causal)`` in column groups, then those that split:
 
-print(sorted(BWD_WS_DQ_GROUPED), BWD_WS_DQ_SWIZZLE)
+print(sorted(BWD_WS_DQ_GROUPED), sorted(BWD_WS_SPLIT_DQ))
 
 # %%
 # In the backward, a consumer's ``K`` and ``V`` are the A operands of ``Sᵀ = K Qᵀ`` and

@@ -710,9 +710,9 @@ def test_warp_specialized_backward_compiles_for_hopper(head_dim, causal, dq_layo
     if compiled.resources is None:
         pytest.skip("this Triton carries no cuobjdump")
     # At D = 128 a consumer holds dK and dV (128 registers a thread) next to the block's scores and,
-    # in its turn, dQ (64 more): a stack frame of 24-32 bytes (full) with triton 3.6, 32 with 3.8, none
-    # with 3.9. The bound lets that stand and catches heavier spilling. With the dQ split (causal),
-    # 32 registers for dQ: no frame with 3.6 or 3.9.
+    # in its turn, dQ (64 more): a stack frame of 24-48 bytes with triton 3.6 (full 32, causal 40 in
+    # column groups and 48 in rows), 32 with 3.8, none with 3.9. The bound lets that stand and catches
+    # heavier spilling. With the dQ split (BWD_WS_SPLIT_DQ), 32 registers for dQ: no frame with 3.6.
     spill_limit = 48 if head_dim == 128 else 0
     assert compiled.resources.local_bytes == 0 and compiled.resources.stack_bytes <= spill_limit, (
         f"the warp-specialized backward spills registers: {compiled.resources}"
@@ -1074,12 +1074,13 @@ def test_warp_specialized_backward_on_gpu(shape, causal, dtype):
 
 
 @gpu_only
+@pytest.mark.parametrize("choice", ["BWD_WS_DQ_GROUPED", "BWD_WS_SPLIT_DQ"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_warp_specialized_backward_in_the_other_dq_layout_on_gpu(head_dim, causal, monkeypatch):
-    # The dQ buffer in the layout that BWD_WS_DQ_GROUPED does not pick for this head dim and mask
-    # (rows for column groups and back), on ragged blocks with grouped heads.
-    monkeypatch.setattr(attn, "BWD_WS_DQ_GROUPED", attn.BWD_WS_DQ_GROUPED ^ {(head_dim, causal)})
+def test_warp_specialized_backward_with_the_other_dq_choice_on_gpu(head_dim, causal, choice, monkeypatch):
+    # The dQ buffer in the layout (rows or column groups), or split or whole, that the table does not
+    # pick for this head dim and mask, on ragged blocks with grouped heads.
+    monkeypatch.setattr(attn, choice, getattr(attn, choice) ^ {(head_dim, causal)})
     q, k, v = qkv(2, 4, 2, 1000, head_dim, torch.float16, "cuda")
     do = random_tensor(q.shape, torch.float16, "cuda")
     o, lse = attention_fwd(q, k, v, causal)

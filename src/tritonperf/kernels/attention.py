@@ -1333,8 +1333,14 @@ BWD_WS_DS_STAGES = 2
 # B·N = 16k tokens, H = 16, one interleaved run with cuDNN), TFLOPS split / whole / cuDNN: causal
 # float16 N = 1024 307 / 295 / 305, 4096 434 / 422 / 434, 16384 494 / 493 / 503, bfloat16 4096
 # 439 / 438 / 448; full float16 1024 397 / 403 / 400, 4096 472 / 484 / 492, 16384 506 / 511 / 519,
-# bfloat16 4096 484 / 505 / 509. Full attention loses with the split, so only causal takes it.
-BWD_WS_SPLIT_DQ = {(128, True)}
+# bfloat16 4096 484 / 505 / 509. Full attention lost with the split and causal gained, with the dQ
+# buffer in rows. With it in column groups (BWD_WS_DQ_GROUPED) causal gains no more: on an NVIDIA
+# H100 (triton 3.6, torch 2.11, 2026-11-25, same shapes, one interleaved run with cuDNN a line),
+# TFLOPS split in rows / whole in groups / cuDNN: causal float16 N = 1024 289 / 288 / 279, 2048
+# 373 / 380 / 363, 4096 441 / 449 / 417, 8192 476 / 483 / 454, 16384 501 / 514 / 491; bfloat16 1024
+# 293 / 292 / 284, 4096 448 / 461 / 430, 16384 519 / 526 / 512. Split in groups was slower again
+# (float16 8192 464). So no pair splits.
+BWD_WS_SPLIT_DQ: set[tuple[int, bool]] = set()
 # The swizzle (bytes) of the warp-specialized backward's float32 dQ buffer in rows (where
 # BWD_WS_DQ_GROUPED does not put it in column groups), by head dimension. A consumer stores dQ there
 # from the wgmma accumulator, 8 bytes a thread; under the 128-byte swizzle rows r and r ^ 1 of a warp
@@ -1357,9 +1363,10 @@ BWD_WS_DQ_SWIZZLE = {64: 32, 128: 128}
 # H·D = 2048, one interleaved run with cuDNN a line), TFLOPS rows / groups / cuDNN: D = 64 full
 # N = 1024 347 / 352 / 327, 4096 425 / 440 / 403, 16384 454 / 474 / 428; causal 1024 248 / 252 / 231,
 # 4096 374 / 381 / 343, 16384 417 / 428 / 394; D = 128 full 1024 375 / 392 / 385, 4096 481 / 498 /
-# 486, 16384 502 / 541 / 520 (bfloat16 4096 489 / 507 / 497); D = 128 causal, where the dQ is split,
-# 1024 290 / 287 / 282, 4096 447 / 436 / 424, 16384 501 / 491 / 495 (bfloat16 4096 449 / 443 / 436).
-BWD_WS_DQ_GROUPED = {(64, False), (64, True), (128, False)}
+# 486, 16384 502 / 541 / 520 (bfloat16 4096 489 / 507 / 497). At D = 128 causal, with the dQ then
+# split (BWD_WS_SPLIT_DQ), rows were ahead (1024 290 / 287 / 282, 4096 447 / 436 / 424, 16384
+# 501 / 491 / 495); unsplit, the groups overtook them (see there).
+BWD_WS_DQ_GROUPED = {(64, False), (64, True), (128, False), (128, True)}
 # The A operand of a wgmma comes from shared memory or from registers. Where it stays the same
 # across a consumer's loop (Q in the forward; K and V in the backward), holding it in registers
 # takes it off the shared-memory reads of every block, at the price of the registers: a 64-row
