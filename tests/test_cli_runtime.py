@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import subprocess
 import sys
 import threading
+from collections import Counter
 
 import pytest
 import torch
@@ -230,6 +232,34 @@ def test_interleave_soaks_then_takes_turns():
     assert all(sorted(o) == ["a", "b", "c"] for o in orders) and len(set(orders)) > 1
     assert run(seed=0) == (log, medians) and len(medians) == 4
     assert interleave([]) == []
+
+
+@pytest.mark.parametrize("n", range(1, 11))
+def test_balanced_orders_let_every_function_follow_every_other_evenly(n):
+    # Ten rounds of n functions, the last of them soaked just before: every round is a permutation,
+    # and function by function the counts of its predecessors (the soaked one included) differ by at
+    # most 1. A shuffle per round from one seed, as before, had the fourth of five follow the third
+    # in five rounds of ten and the first in one.
+    from tritonperf.bench.timing import balanced_orders
+
+    orders = balanced_orders([list(range(n))] * 10, before=n - 1)
+    assert len(orders) == 10 and all(sorted(order) == list(range(n)) for order in orders)
+    sequence = [n - 1] + [i for order in orders for i in order]
+    follows = Counter(itertools.pairwise(sequence))
+    for b in range(n):
+        counts = [follows[a, b] for a in range(n) if a != b]
+        assert not counts or max(counts) - min(counts) <= 1, (b, counts)
+    assert balanced_orders([list(range(n))] * 10, before=n - 1) == orders  # repeatable
+
+
+def test_balanced_orders_keep_each_rounds_members():
+    # Functions with fewer replays than rounds sit some rounds out: each round orders its own.
+    from tritonperf.bench.timing import balanced_orders
+
+    rounds = [[0, 1, 2, 3] if r % 2 else [2, 3] for r in range(10)]
+    orders = balanced_orders(rounds, before=3, seed=1)
+    assert [sorted(order) for order in orders] == rounds
+    assert balanced_orders([], before=0) == []
 
 
 def test_measure_records_failures_and_goes_on(monkeypatch):

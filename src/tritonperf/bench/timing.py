@@ -10,11 +10,12 @@ input sets, and divides the replay's time (CUDA events) by the number of calls i
 * the median over 30 replays is reported (fewer, down to 5, for calls so long that 30 replays
   would take more than half a second: each replay already averages 10 or more calls); the calls
   before capture (compilation, autotuning) and the first replay are left out;
-* the variants compared at one shape are timed together, in interleaved rounds of random order
-  after an untimed soak, each block of timed replays after a short untimed warm-up of its own
-  unless its replays are longer than that warm-up (:func:`interleave`). Under a compute-bound
-  load a GPU runs faster while it is cool, or just after a light kernel, than after a second of
-  heavy work; timed one after the other, whichever variant came first would gain from that.
+* the variants compared at one shape are timed together, in interleaved rounds after an untimed
+  soak, ordered so that each variant follows each other about equally often, each block of timed
+  replays after a short untimed warm-up of its own unless its replays are longer than that warm-up
+  (:func:`interleave`). Under a compute-bound load a GPU runs faster while it is cool, or just
+  after a light kernel, than after a second of heavy work; timed one after the other, whichever
+  variant came first, or always came after a light one, would gain from that.
 
 :func:`do_bench_ms` times the way :func:`triton.testing.do_bench` does (an L2 flush, then events
 around each call), host time included; it is kept to show the difference (see the chapter on
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import torch
@@ -47,6 +49,8 @@ MIN_REPLAYS = 5
 ROUNDS = 10
 SOAK_MS = 200.0
 WARM_MS = 10.0
+# Schedules that balanced_orders builds before keeping the most even one.
+ORDER_TRIES = 100
 
 
 def l2_bytes() -> int:
@@ -117,18 +121,51 @@ class GraphTimer:
         return statistics.median(self.samples)
 
 
+def balanced_orders(rounds: Sequence[Sequence[int]], before: int, seed: int = 0, tries: int = ORDER_TRIES) -> list[list[int]]:
+    """An order for each round such that every function follows every other about equally often.
+
+    ``rounds[r]`` lists the functions (by index) timed in round ``r``; ``before`` is the one that
+    runs just before the first round. Each try builds the rounds one by one, taking next the
+    function that has followed the last one least often so far (ties drawn at random, from
+    ``seed``); of ``tries`` schedules, the one with the most even counts of predecessors is kept:
+    the smallest largest gap, function by function, between its most and least frequent
+    predecessor, then the smallest sum of those gaps. With as many rounds as functions or more
+    the largest gap is at most 1 (checked up to 10 functions in 10 rounds).
+    """
+    rng = random.Random(seed)
+    functions = sorted({i for members in rounds for i in members})
+    best: tuple[tuple[int, int], list[list[int]]] | None = None
+    for _ in range(tries):
+        follows: Counter[tuple[int, int]] = Counter()
+        last, orders = before, []
+        for members in rounds:
+            todo, order = rng.sample(list(members), len(members)), []
+            while todo:
+                pick = min(todo, key=lambda i: follows[last, i])
+                todo.remove(pick)
+                order.append(pick)
+                follows[last, pick] += 1
+                last = pick
+            orders.append(order)
+        gaps = [max(counts) - min(counts) for b in functions if (counts := [follows[a, b] for a in functions if a != b])]
+        cost = (max(gaps, default=0), sum(gaps))
+        if best is None or cost < best[0]:
+            best = (cost, orders)
+    return best[1] if best else [[] for _ in rounds]
+
+
 def interleave(
     timers: Sequence[GraphTimer], rounds: int = ROUNDS, soak_ms: float = SOAK_MS, warm_ms: float = WARM_MS, seed: int = 0,
 ) -> list[float]:
     """Time several prepared functions against each other; return each one's median ms per call.
 
     The GPU is first kept busy for ``soak_ms`` with all of them, untimed. The timed replays are
-    then split into ``rounds`` rounds; each round times the functions in an order drawn at
-    random (from ``seed``, so runs repeat), each one after replaying untimed for ``warm_ms``
-    (with the exceptions below). A GPU's clock follows its recent load: it boosts while the chip is cool or
-    after a light kernel, and slows as a compute-bound one heats it. Timed one after the other,
-    whichever function ran first, or right after a light one, would gain from that; here every
-    function meets the same mix of states.
+    then split into ``rounds`` rounds, each timing the functions in an order from
+    :func:`balanced_orders` (from ``seed``, so runs repeat), each one after replaying untimed for
+    ``warm_ms`` (with the exceptions below). A GPU's clock follows its recent load: it boosts while
+    the chip is cool or after a light kernel, and slows as a compute-bound one heats it. Timed one
+    after the other, whichever function ran first would gain from that, and so would one that
+    mostly came right after a light one; here every function meets the same mix of states.
 
     Each function gets exactly its ``replays``, spread evenly over the rounds (one with fewer
     replays than rounds sits some rounds out). A function whose one replay lasts ``warm_ms`` or
@@ -136,17 +173,18 @@ def interleave(
     lingers, is a small part of it. (On an H200, attention's variants, whose replays mostly last
     10 ms or more, measured within 2% of a run with warm-ups, variant by variant, in the median.)
     """
-    rng = random.Random(seed)
+    def share(timer: GraphTimer, r: int) -> int:
+        return timer.replays * (r + 1) // rounds - timer.replays * r // rounds
+
     for timer in timers:
         timer.soak(soak_ms / len(timers))  # (no timers: nothing to do, and an empty list back)
-    for r in range(rounds):
-        for timer in rng.sample(list(timers), len(timers)):
-            share = timer.replays * (r + 1) // rounds - timer.replays * r // rounds
-            if share == 0:
-                continue
+    members = [[i for i, timer in enumerate(timers) if share(timer, r)] for r in range(rounds)]
+    for r, order in enumerate(balanced_orders(members, before=len(timers) - 1, seed=seed)):
+        for i in order:
+            timer = timers[i]
             if timer.replay_ms < warm_ms:
                 timer.soak(warm_ms)
-            timer.time(share)
+            timer.time(share(timer, r))
     return [timer.median_ms() for timer in timers]
 
 
