@@ -237,9 +237,9 @@ def test_interleave_soaks_then_takes_turns():
 @pytest.mark.parametrize("n", range(1, 11))
 def test_balanced_orders_let_every_function_follow_every_other_evenly(n):
     # Ten rounds of n functions, the last of them soaked just before: every round is a permutation,
-    # and function by function the counts of its predecessors (the soaked one included) differ by at
-    # most 1. A shuffle per round from one seed, as before, had the fourth of five follow the third
-    # in five rounds of ten and the first in one.
+    # none follows itself, and function by function the counts of its predecessors (the soaked one
+    # included) differ by at most 1. A shuffle per round from one seed, as before, had the fourth of
+    # five follow the third in five rounds of ten and the first in one.
     from tritonperf.bench.timing import balanced_orders
 
     orders = balanced_orders([list(range(n))] * 10, before=n - 1)
@@ -249,6 +249,7 @@ def test_balanced_orders_let_every_function_follow_every_other_evenly(n):
     for b in range(n):
         counts = [follows[a, b] for a in range(n) if a != b]
         assert not counts or max(counts) - min(counts) <= 1, (b, counts)
+        assert n == 1 or follows[b, b] == 0  # no function twice in a row, across rounds either
     assert balanced_orders([list(range(n))] * 10, before=n - 1) == orders  # repeatable
 
 

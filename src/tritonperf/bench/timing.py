@@ -126,11 +126,12 @@ def balanced_orders(rounds: Sequence[Sequence[int]], before: int, seed: int = 0,
 
     ``rounds[r]`` lists the functions (by index) timed in round ``r``; ``before`` is the one that
     runs just before the first round. Each try builds the rounds one by one, taking next the
-    function that has followed the last one least often so far (ties drawn at random, from
-    ``seed``); of ``tries`` schedules, the one with the most even counts of predecessors is kept:
-    the smallest largest gap, function by function, between its most and least frequent
-    predecessor, then the smallest sum of those gaps. With as many rounds as functions or more
-    the largest gap is at most 1 (checked up to 10 functions in 10 rounds).
+    function that has followed the last one least often so far, never the last one itself where
+    another is left (ties drawn at random, from ``seed``). Of ``tries`` schedules, the one with the
+    most even counts of predecessors is kept: the smallest largest gap, function by function,
+    between its most and least frequent predecessor, then the smallest sum of those gaps. With as
+    many rounds as functions or more, the largest gap is at most 1 (tested up to 10 functions in 10
+    rounds).
     """
     rng = random.Random(seed)
     functions = sorted({i for members in rounds for i in members})
@@ -141,7 +142,7 @@ def balanced_orders(rounds: Sequence[Sequence[int]], before: int, seed: int = 0,
         for members in rounds:
             todo, order = rng.sample(list(members), len(members)), []
             while todo:
-                pick = min(todo, key=lambda i: follows[last, i])
+                pick = min(todo, key=lambda i: (i == last, follows[last, i]))
                 todo.remove(pick)
                 order.append(pick)
                 follows[last, pick] += 1
