@@ -1056,8 +1056,12 @@ def test_warp_specialized_forward_reads_strided_inputs_on_gpu(head_dim, causal):
                                    (1, 8, 1, 300, 64), (1, 4, 4, 4097, 64)], ids=str)
 def test_warp_specialized_backward_on_gpu(shape, causal, dtype):
     # One row, ragged blocks, an odd number of query blocks (the dQ turns end on either consumer),
-    # grouped heads: every element of the poisoned gradients written, each within the table or
-    # twice torch's error.
+    # grouped heads.
+    check_ws_backward(shape, causal, dtype)
+
+
+def check_ws_backward(shape, causal, dtype):
+    # Every element of the poisoned gradients written, each within the table or twice torch's error.
     q, k, v = qkv(*shape, dtype, "cuda")
     do = random_tensor(q.shape, dtype, "cuda")
     if reason := attn._ws_bwd_obstacle(causal, q=q, k=k, v=v, do=do, dk=k, dv=v):
@@ -1081,14 +1085,7 @@ def test_warp_specialized_backward_with_the_other_dq_choice_on_gpu(head_dim, cau
     # The dQ buffer in the layout (rows or column groups), or split or whole, that the table does not
     # pick for this head dim and mask, on ragged blocks with grouped heads.
     monkeypatch.setattr(attn, choice, getattr(attn, choice) ^ {(head_dim, causal)})
-    q, k, v = qkv(2, 4, 2, 1000, head_dim, torch.float16, "cuda")
-    do = random_tensor(q.shape, torch.float16, "cuda")
-    o, lse = attention_fwd(q, k, v, causal)
-    grads = attention_bwd(do, q, k, v, o, lse, causal, method="warp_specialized")
-    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-    torch_grads = torch.autograd.grad(torch_sdpa(*leaves, causal), leaves, do)
-    for ours, ref, theirs in zip(grads, reference_grads(q, k, v, do, causal), torch_grads, strict=True):
-        assert_grad_close(ours, ref, theirs)
+    check_ws_backward((2, 4, 2, 1000, head_dim), causal, torch.float16)
 
 
 @gpu_only

@@ -177,10 +177,12 @@ def interleave(
     def share(timer: GraphTimer, r: int) -> int:
         return timer.replays * (r + 1) // rounds - timer.replays * r // rounds
 
+    # The orders first: the GPU should not idle between the soak and the first timed block.
+    members = [[i for i, timer in enumerate(timers) if share(timer, r)] for r in range(rounds)]
+    orders = balanced_orders(members, before=len(timers) - 1, seed=seed)
     for timer in timers:
         timer.soak(soak_ms / len(timers))  # (no timers: nothing to do, and an empty list back)
-    members = [[i for i, timer in enumerate(timers) if share(timer, r)] for r in range(rounds)]
-    for r, order in enumerate(balanced_orders(members, before=len(timers) - 1, seed=seed)):
+    for r, order in enumerate(orders):
         for i in order:
             timer = timers[i]
             if timer.replay_ms < warm_ms:

@@ -1347,9 +1347,9 @@ BWD_WS_SPLIT_DQ: set[tuple[int, bool]] = set()
 # meet in the same banks. A narrower swizzle spares those conflicts but sends dQ out in more, smaller
 # TMA reduces (one per 8 columns at 32 bytes). Measured on an NVIDIA H100 (triton 3.6, torch 2.11,
 # 2026-11-25, float16, B·N = 16k tokens, H·D = 2048, one interleaved run with cuDNN), TFLOPS at
-# swizzle 128 / 64 / 32 / cuDNN: D = 64 full N = 1024 341 / 338 / 347 / 329,
-# 4096 420 / 417 / 431 / 404, 16384 457 / 437 / 458 / 431; causal 1024 248 / 247 / 249 / 231, 4096
-# 368 / 367 / 376 / 347, 16384 419 / 412 / 430 / 399 (bfloat16 full 4096 425 / - / 437 / 421). At
+# swizzle 128 / 64 / 32 / cuDNN: D = 64 full N = 1024 341 / 338 / 347 / 329, 4096 420 / 417 / 431 /
+# 404, 16384 457 / 437 / 458 / 431; causal 1024 248 / 247 / 249 / 231, 4096 368 / 367 / 376 / 347,
+# 16384 419 / 412 / 430 / 399 (bfloat16 full 4096 425 / - / 437 / 421). At
 # D = 128 the 32-byte swizzle lost at every probed length, full and causal (full N = 4096 480
 # against 434, cuDNN 496), though Nsight Compute counted 8 M bank conflicts on shared stores where
 # the 128-byte one has 42 M; the 64-byte one tied (full 4096 472 / 471).
