@@ -806,9 +806,10 @@ for n in (1024, SEQ_LENS[-1]):
 # The groups also undid an older choice. Causal at ``D = 128``, the two consumers used to share
 # each block's ``dQ`` instead of taking turns: each computed half of its columns at every block,
 # so both did the same work and each held 32 registers a thread less. With the rows layout that
-# was 3-4% faster up to ``N = 4096`` (H200, 2026-11-24). With the groups, the split lost 2.4-3.9%
-# (float16, ``N`` = 2048, 8192, 16384), and the whole tile in groups beat the split in rows by
-# 1.3-3.0% from ``N = 2048`` to 16384, tying at 1024 (H100, 2026-11-25, float16 and bfloat16).
+# was 3-4% faster up to ``N = 4096`` (H200, 2026-11-24, triton 3.6.0). With the groups, the split
+# lost 2.4-3.9% (float16, ``N`` = 2048, 8192, 16384), and the whole tile in groups beat the split in
+# rows by 1.3-3.0% from ``N = 2048`` to 16384, tying at 1024 (H100, 2026-11-25, triton 3.6.0, torch
+# 2.11, float16 and bfloat16).
 # The pairs ``(D, causal)`` in column groups, then those that split:
 
 print(sorted(BWD_WS_DQ_GROUPED), sorted(BWD_WS_SPLIT_DQ))
