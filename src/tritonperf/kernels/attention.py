@@ -342,6 +342,13 @@ def _wgmma_layout(width):
     return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, width, 16])
 
 
+@gluon.constexpr_function
+def _dq_columns(block_shape):
+    # The columns of dQ in a block of the backward's float32 dQ buffer: [1, 1, ROWS, columns] in
+    # rows, [1, 1, columns / 8, R, E] in column groups (see BWD_WS_DQ_GROUPED).
+    return block_shape[2] * 8 if len(block_shape) == 5 else block_shape[3]
+
+
 @gluon.jit
 def _ws_fwd_tile(i, zh, n_i, n_zh, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, IS_CAUSAL: gl.constexpr,
                  HEAD_GROUP: gl.constexpr):
@@ -1008,11 +1015,9 @@ def _ws_bwd_consume(q_smem, do_smem, lse2_smem, delta_smem, k_c, v_c, k_0, k_1, 
     ROWS: gl.constexpr = q_smem.shape[3]
     HEAD_DIM: gl.constexpr = q_smem.shape[4]
     DQ_GROUPED: gl.constexpr = len(dq_smem.shape) == 5
+    DQ_COLS: gl.constexpr = _dq_columns(dq_smem.shape)
     if DQ_GROUPED:  # blocks of [1, 1, groups, R, E]: R rows of E floats hold ROWS rows of 8 columns
-        DQ_COLS: gl.constexpr = dq_smem.shape[2] * 8
         DQ_R: gl.constexpr = dq_smem.shape[3]
-    else:
-        DQ_COLS: gl.constexpr = dq_smem.shape[3]
     NUM_STAGES: gl.constexpr = q_smem.shape[0]
     DS_STAGES: gl.constexpr = ds_smem.shape[0] // 2
     dtype: gl.constexpr = q_smem.dtype
@@ -1130,10 +1135,7 @@ def attention_bwd_ws_kernel(
     # KV_REGS: each consumer holds its K (1) or its K and V (2) in registers (see BWD_WS_KV_REGISTERS).
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
-    if len(dq_desc.block_type.shape) == 5:  # column groups (see BWD_WS_DQ_GROUPED)
-        DQ_COLS: gl.constexpr = dq_desc.block_type.shape[2] * 8
-    else:
-        DQ_COLS: gl.constexpr = dq_desc.block_type.shape[3]
+    DQ_COLS: gl.constexpr = _dq_columns(dq_desc.block_type.shape)
     DQ_WRITERS: gl.constexpr = HEAD_DIM // DQ_COLS  # consumers computing each block's dQ
     pid = gl.program_id(0)
     zh_kv = gl.program_id(1)
