@@ -1047,6 +1047,15 @@ for doc, _ in results:
                   f"{cell['tritonperf'] / cell['torch.sdpa-cudnn']:.2f}x")
 
 # %%
+# One run is not the last word on a small lead. The full benchmark on an H200 and, minutes later on
+# a freshly started H200 machine, its quick sweep timed the same code (2026-11-25, triton 3.6.0,
+# torch 2.11). Backward at ``N = 4096``, ``D = 128``, no mask: cuDNN went from 533 to 557 TFLOPS in
+# bfloat16 and from 509 to 549 in float16, ours from 548 to 547 and from 533 to 541, so ours /
+# cuDNN fell from 1.03 and 1.05 to 0.98 and 0.99. The bfloat16 forward at that shape went from
+# 1.005 to 0.997. A lead of a few percent over cuDNN, in one run, does not show that the
+# kernel is faster.
+
+# %%
 # Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
 # than its inputs and output. The configuration table adds a smaller gain on top, from larger
 # query blocks, more warps and a deeper pipeline. Tensor descriptors add less again, and the
