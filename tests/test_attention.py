@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import importlib
+import itertools
 import math
 import re
 
@@ -437,17 +438,52 @@ def test_dq_ungroup_kernel_puts_the_groups_side_by_side(b, h, n, d, layout, devi
     assert room[:, :, n:].isnan().all()
 
 
+# The persistent forward's split tiles: each piece of the keys leaves its rows' output over those keys,
+# normalized, and their log2-sum-exp; merged, they are the output and log-sum-exp over all the keys.
+# Rows past N (never computed: NaN here) and the tiles not listed stay untouched.
+@pytest.mark.parametrize("n, d, cuts", [(50, 64, (0, 20, 21, 50)), (64, 128, (0, 32, 64)), (40, 64, (0, 40))], ids=str)
+def test_fwd_combine_kernel_merges_the_pieces_of_split_tiles(n, d, cuts, device):
+    block_m, h = 32, 2
+    q, k, v = qkv(1, h, h, n, d, torch.float16, device)
+    q = q * 3  # the pieces' largest scores then differ widely
+    scores = (q.double() @ k.double().transpose(-1, -2)) * d**-0.5
+    tiles = [(1, m0) for m0 in range(0, n, block_m)]  # head 1 split, head 0 not
+    splits, part_o, part_lse = [], [], []
+    for zh, m0 in tiles:
+        splits.append([zh, m0, len(part_o), len(cuts) - 1])
+        for a, b in itertools.pairwise(cuts):
+            s = torch.full((block_m, b - a), float("nan"), dtype=torch.float64, device=device)
+            s[:n - m0] = scores[0, zh, m0:m0 + block_m, a:b]
+            part_o.append(torch.softmax(s, -1) @ v[0, zh, a:b].double())
+            part_lse.append(torch.logsumexp(s, -1) / math.log(2))
+    part_o, part_lse = torch.cat(part_o).float(), torch.cat(part_lse).float()
+    splits = torch.tensor(splits, dtype=torch.int32, device=device)
+    o = poisoned((1, n, h, d), torch.float16, device).transpose(1, 2)  # strided: heads inside rows
+    lse = poisoned((1, h, n), torch.float32, device)
+    rows = 16  # a program's rows of a tile
+    attn.attention_fwd_combine_kernel[(len(tiles), block_m // rows)](
+        part_o, part_lse, splits, o, lse, *attn._strides(o), h, n, BLOCK_M=block_m, ROWS=rows, HEAD_DIM=d,
+        num_warps=4)
+    assert o[:, 0].isnan().all() and lse[:, 0].isnan().all()
+    assert_close(o[:, 1], attention_reference(q, k, v)[:, 1], torch.float16)
+    assert_close(lse[:, 1], torch.logsumexp(scores, -1)[:, 1].float(), torch.float32)
+
+
 @pytest.mark.parametrize("n, n_zh, causal, block_m, programs", [
     (1000, 3, False, 128, 4), (1000, 3, True, 128, 4), (4097, 5, True, 192, 7), (300, 2, True, 192, 1),
     (2048, 16, True, 128, 132), (128, 1, False, 128, 1), (4097, 130, False, 192, 132)])
 def test_persistent_forward_schedule_deals_every_tile_once_to_the_least_loaded_program(n, n_zh, causal, block_m,
                                                                                       programs):
     block_n = 128
-    table, width = attn._fwd_schedule(n, n_zh, causal, block_m, block_n, programs)
+    table, width, splits, slots = attn._fwd_schedule(n, n_zh, causal, block_m, block_n, programs)
     assert table.dtype == torch.int32 and table.shape == (programs, width)
+    assert splits.shape == (0, 4) and slots == 0  # nothing is split unless asked
     n_i = triton.cdiv(n, block_m)
-    rows = [[tuple(row[1 + 3 * t:4 + 3 * t]) for t in range(row[0])] for row in table.tolist()]
-    assert all(x == 0 for row in table.tolist() for x in row[1 + 3 * row[0]:])  # nothing after a row's tiles
+    e = attn.SCHED_ENTRY
+    visits = [[tuple(row[1 + e * t:1 + e * (t + 1)]) for t in range(row[0])] for row in table.tolist()]
+    assert all(x == 0 for row in table.tolist() for x in row[1 + e * row[0]:])  # nothing after a row's visits
+    assert all(kb0 == 0 and slot == -1 for tiles in visits for _, _, kb0, _, slot in tiles)  # whole tiles
+    rows = [[(zh, m0, blocks) for zh, m0, _, blocks, _ in tiles] for tiles in visits]
     dealt = [tile for tiles in rows for tile in tiles]
     loads = [sum(blocks + attn.TILE_OVERHEAD_BLOCKS for _, _, blocks in tiles) for tiles in rows]
     # Every tile once, each with the key blocks it reads: all of them, or causal, up to its last row's.
@@ -466,6 +502,46 @@ def test_persistent_forward_schedule_deals_every_tile_once_to_the_least_loaded_p
                 assert a[0] // group != b[0] // group or a[2] >= b[2], (a, b)
 
 
+@pytest.mark.parametrize("n, n_zh, block_m, programs", [
+    (4096, 64, 128, 132), (1000, 8, 128, 3), (1000, 8, 128, 5), (4097, 7, 128, 132), (128, 2, 128, 2),
+    (300, 4, 128, 7), (16384, 32, 128, 132)])
+def test_persistent_forward_schedule_splits_the_last_tiles_by_key_blocks(n, n_zh, block_m, programs):
+    # Rounds of whole tiles as without the split, then every key block of the tiles left over exactly
+    # once, in runs of equal length; a tile's pieces in order, in consecutive slots, listed in splits.
+    block_n = 128
+    table, width, splits, slots = attn._fwd_schedule(n, n_zh, False, block_m, block_n, programs, split_tail=True)
+    assert table.shape == (programs, width)
+    n_i, blocks = triton.cdiv(n, block_m), triton.cdiv(n, block_n)
+    tiles = n_i * n_zh
+    rounds = tiles // programs
+    e = attn.SCHED_ENTRY
+    visits = [[tuple(row[1 + e * t:1 + e * (t + 1)]) for t in range(row[0])] for row in table.tolist()]
+    assert all(x == 0 for row in table.tolist() for x in row[1 + e * row[0]:])
+    pieces = {}  # (zh, m0) -> [(kb0, count, slot), ...] in the order the programs take them
+    for p, program in enumerate(visits):
+        assert [zh * n_i + m0 // block_m for zh, m0, *_ in program[:rounds]] == list(range(p, rounds * programs, programs))
+        assert all(v[2:] == (0, blocks, -1) for v in program[:rounds])
+        for zh, m0, kb0, count, slot in program[rounds:]:
+            pieces.setdefault((zh, m0), []).append((kb0, count, slot))
+    left = tiles - rounds * programs
+    assert sorted(pieces) == sorted((t // n_i, t % n_i * block_m) for t in range(rounds * programs, tiles))
+    run = triton.cdiv(left * blocks, programs)
+    assert [sum(v[3] for v in program[rounds:]) for program in visits] == [
+        min(run, max(0, left * blocks - p * run)) for p in range(programs)]
+    listed = []
+    for (zh, m0), parts in pieces.items():
+        assert [kb0 for kb0, _, _ in parts] == list(itertools.accumulate([0] + [c for _, c, _ in parts[:-1]]))
+        assert sum(count for _, count, _ in parts) == blocks
+        if len(parts) == 1:
+            assert parts[0][2] == -1  # a whole tile writes its own output
+        else:
+            first = parts[0][2]
+            assert [slot for _, _, slot in parts] == list(range(first, first + len(parts)))
+            listed.append((zh, m0, first, len(parts)))
+    assert sorted(splits.tolist()) == sorted(list(s) for s in listed)
+    assert slots == sum(count for *_, count in listed)
+
+
 def test_persistent_forward_schedules_stay_on_the_device_while_a_graph_may_read_them(monkeypatch):
     # Copied to the device once and kept (at most SCHEDULE_CACHE_SIZE); while a CUDA graph is being
     # captured, a schedule not yet there is not built (None: a program per tile), and one that is
@@ -475,9 +551,11 @@ def test_persistent_forward_schedules_stay_on_the_device_while_a_graph_may_read_
     capturing = False
     monkeypatch.setattr(attn, "_capturing", lambda device: capturing)
     cpu = torch.device("cpu")
-    args = (1000, 3, False, 128, 128, 4)
+    args = (1000, 3, False, 128, 128, 5, True)  # with split tiles: their table goes to the device too
     first = attn._device_schedule(cpu, *args)
-    assert torch.equal(first[0], attn._fwd_schedule(*args)[0]) and first[1] == attn._fwd_schedule(*args)[1]
+    host = attn._fwd_schedule(*args)
+    assert torch.equal(first.table, host.table) and torch.equal(first.splits, host.splits)
+    assert (first.width, first.slots) == (host.width, host.slots)
     assert attn._device_schedule(cpu, *args) is first
     capturing = True
     assert attn._device_schedule(cpu, 999, *args[1:]) is None
@@ -632,8 +710,8 @@ def test_warp_specialized_forward_compiles_for_hopper(head_dim, causal, persiste
     t = torch.empty((2, 2, 256, head_dim), dtype=torch.float16)
     q_type, kv_type = (mangle_type(attn._ws_descriptor(t, rows)) for rows in (attn.WS_ROWS, cfg.block_n))
     sig = {"q_desc": q_type, "k_desc": kv_type, "v_desc": kv_type, "o_desc": q_type, "lse_ptr": "*fp32",
-           "sched_ptr": "*i32", "SCHED_WIDTH": "i32", "ZH": "i32", "H": "i32", "N": "i32", "GROUP": "i32",
-           "qk_scale": "fp32"}
+           "sched_ptr": "*i32", "SCHED_WIDTH": "i32", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "ZH": "i32",
+           "H": "i32", "N": "i32", "GROUP": "i32", "qk_scale": "fp32"}
     regs = attn.ws_registers(cfg.block_m // attn.WS_ROWS)
     q_regs = attn.FWD_WS_Q_REGISTERS[head_dim]
     consts = {"BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages, "IS_CAUSAL": causal,
@@ -1009,17 +1087,55 @@ def test_warp_specialized_forward_on_gpu(shape, causal, dtype, persistent, monke
 
 
 @gpu_only
+@pytest.mark.parametrize("programs", [5, 7, None], ids=["5 programs", "7 programs", "a program per SM"])
+@pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 128), (1, 5, 5, 4097, 128), (2, 4, 2, 1000, 64),
+                                   (1, 5, 5, 4097, 64)], ids=str)
+def test_warp_specialized_forward_splits_the_last_tiles_on_gpu(shape, programs, monkeypatch):
+    # Tiles left over after the last full round, split by key blocks among the programs and merged
+    # by the combine kernel: every row written (poisoned output), as close to the reference as
+    # without the split, and at most twice torch's error; the log-sum-exp too. Also at D = 64,
+    # where the tables take neither the persistent grid nor the split.
+    d = shape[-1]
+    monkeypatch.setitem(attn.FWD_WS_PERSISTENT, (d, False), math.inf)
+    monkeypatch.setattr(attn, "PERSISTENT_PROGRAMS", programs)
+    q, k, v = qkv(*shape, torch.float16, "cuda")
+    if reason := attn._ws_obstacle(q, k, v, q, False):
+        pytest.skip(f"the warp-specialized forward cannot run here: {reason}")
+    cfg = FWD_WS_CONFIGS[(d, False, torch.float16)]
+    tiles = triton.cdiv(shape[3], cfg.block_m) * shape[0] * shape[1]
+    used = min(tiles, runtime.sm_count(q.device), programs or tiles)
+    results = {}
+    for split in (True, False):
+        monkeypatch.setattr(attn, "FWD_WS_SPLIT_TAIL", {(d, False): 0} if split else {})
+        slots = attn._fwd_schedule(shape[3], shape[0] * shape[1], False, cfg.block_m, cfg.block_n, used, split).slots
+        assert (slots > 0) == (split and tiles % used != 0)
+        out = poisoned(q.shape, torch.float16, "cuda")
+        results[split] = attention_fwd(q, k, v, out=out, method="warp_specialized")
+        assert results[split][0] is out
+    ref = attention_reference(q, k, v)
+    (o, lse), (o_whole, _) = results[True], results[False]
+    assert_close(o, ref, torch.float16)
+    assert relative_error(o, ref) <= 2 * relative_error(torch_sdpa(q, k, v, False), ref) + 1e-7
+    assert relative_error(o, ref) <= 1.1 * relative_error(o_whole, ref) + 1e-7
+    assert_close(lse, attention_lse_reference(q, k, False), torch.float32)
+
+
+@gpu_only
 def test_warp_specialized_forward_in_cuda_graphs(monkeypatch):
-    # Captured at a length run before (its schedule on the GPU: persistent) and at one not run
-    # before (a program per tile): each replay on new inputs matches an eager call on them.
+    # Captured at a length run before (its schedule on the GPU: persistent, its last tiles split) and
+    # at one not run before (a program per tile): each replay on new inputs matches an eager call on
+    # them. The eager call at the second length runs persistent; it is shorter than the split's
+    # threshold, so that it computes every tile as a program per tile does, bit for bit.
     monkeypatch.setattr(attn, "_SCHEDULES", collections.OrderedDict())
     monkeypatch.setattr(attn, "_CAPTURED_SCHEDULES", {})
+    monkeypatch.setattr(attn, "PERSISTENT_PROGRAMS", 5)  # 32 tiles: the last two split
+    monkeypatch.setitem(attn.FWD_WS_SPLIT_TAIL, (128, False), 1000)
     q, k, v = qkv(1, 4, 4, 1000, 128, torch.float16, "cuda")
     if reason := attn._ws_obstacle(q, k, v, q, False):
         pytest.skip(f"the warp-specialized forward cannot run here: {reason}")
-    assert 1003 <= attn.FWD_WS_PERSISTENT[(128, False)]
+    assert 1000 <= attn.FWD_WS_PERSISTENT[(128, False)]
     attention_fwd(q, k, v, method="warp_specialized")
-    for n, persistent in ((1000, True), (1003, False)):
+    for n, persistent in ((1000, True), (999, False)):
         q, k, v = qkv(1, 4, 4, n, 128, torch.float16, "cuda")
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):

@@ -69,7 +69,7 @@ import collections
 import heapq
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import torch
 import triton
@@ -365,39 +365,46 @@ def _ws_fwd_tile(i, zh, n_i, n_zh, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constex
     return zh, m0, n_blocks
 
 
+# Entries a visit takes in a row of the persistent forward's schedule (see _fwd_schedule).
+SCHED_ENTRY = 5
+_SCHED_ENTRY = gl.constexpr(SCHED_ENTRY)
+
+
 @gluon.jit
 def _ws_sched_tile(sched, visit):
-    # The visit-th tile of a program's row of the persistent schedule (see _fwd_schedule): its flat
-    # head, first row and key blocks, as _ws_fwd_tile gives them for a program per tile.
-    return gl.load(sched + 1 + 3 * visit), gl.load(sched + 2 + 3 * visit), gl.load(sched + 3 + 3 * visit)
+    # The visit-th entry of a program's row of the persistent schedule (see _fwd_schedule): a tile's
+    # flat head and first row as _ws_fwd_tile gives them, the first and the number of its key blocks
+    # that this visit reads, and its slot in the partial buffers (-1: the whole tile, no partials).
+    entry = sched + 1 + _SCHED_ENTRY * visit
+    return gl.load(entry), gl.load(entry + 1), gl.load(entry + 2), gl.load(entry + 3), gl.load(entry + 4)
 
 
 @gluon.jit
 def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty,
              pid, pid_zh, sched, n_i, n_zh, H, N, GROUP, CONSUMERS: gl.constexpr, IS_CAUSAL: gl.constexpr,
              HEAD_GROUP: gl.constexpr, PERSISTENT: gl.constexpr):
-    # The loader warp: its program's tile, or when PERSISTENT the tiles of its row of the schedule
-    # (sched: a count, then (zh, m0, n_blocks) of each tile, in order).
+    # The loader warp: its program's tile, or when PERSISTENT the entries of its row of the schedule
+    # (see _ws_sched_tile).
     ROWS: gl.constexpr = q_smem.shape[3]  # a consumer's
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     if PERSISTENT:
         kv = 0  # key blocks loaded by earlier tiles: the ring's position
         for visit in range(gl.load(sched)):
-            zh, m0, n_blocks = _ws_sched_tile(sched, visit)
+            zh, m0, kb0, n_blocks, _ = _ws_sched_tile(sched, visit)
             _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
-                          v_empty, zh, m0, n_blocks, kv, visit, H, GROUP, CONSUMERS)
+                          v_empty, zh, m0, kb0, n_blocks, kv, visit, H, GROUP, CONSUMERS)
             kv += n_blocks
     else:
         zh, m0, n_blocks = _ws_fwd_tile(pid, pid_zh, n_i, n_zh, N, CONSUMERS * ROWS, BLOCK_N, IS_CAUSAL, HEAD_GROUP)
         _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
-                      v_empty, zh, m0, n_blocks, 0, 0, H, GROUP, CONSUMERS)
+                      v_empty, zh, m0, 0, n_blocks, 0, 0, H, GROUP, CONSUMERS)
 
 
 @gluon.jit
 def _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty,
-                  zh, m0, n_blocks, kv, t, H, GROUP, CONSUMERS: gl.constexpr):
-    # A tile (see _ws_fwd_tile), the program's t-th: every consumer's query block once, then keys and
-    # values block by block into the ring, from its position kv on. Query blocks alternate between
+                  zh, m0, kb0, n_blocks, kv, t, H, GROUP, CONSUMERS: gl.constexpr):
+    # A tile (see _ws_fwd_tile), the program's t-th: every consumer's query block once, then key
+    # blocks kb0 ... kb0 + n_blocks - 1 and their values into the ring, from its position kv on. Query blocks alternate between
     # two sets of buffers by tile, so that a tile's can load while the consumers finish the tile before.
     ROWS: gl.constexpr = q_smem.shape[3]  # a consumer's
     BLOCK_N: gl.constexpr = k_smem.shape[3]
@@ -418,12 +425,12 @@ def _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empt
             slot = (kv + j) % NUM_STAGES
             mbarrier.wait(k_empty.index(slot), (((kv + j) // NUM_STAGES) & 1) ^ 1)
             mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-            _tma_load(k_desc, [z, h // GROUP, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
+            _tma_load(k_desc, [z, h // GROUP, (kb0 + j) * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
         if j > 0:
             slot = (kv + j - 1) % NUM_STAGES
             mbarrier.wait(v_empty.index(slot), (((kv + j - 1) // NUM_STAGES) & 1) ^ 1)
             mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-            _tma_load(v_desc, [z, h // GROUP, (j - 1) * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+            _tma_load(v_desc, [z, h // GROUP, (kb0 + j - 1) * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
 
 
 @gluon.jit
@@ -457,8 +464,9 @@ def _ws_pass(turn, me):
 
 @gluon.jit
 def _ws_consume(q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr,
-                pid, pid_zh, sched, n_i, n_zh, H, N, qk_scale, causal, me, CONSUMERS: gl.constexpr,
-                IS_CAUSAL: gl.constexpr, HEAD_GROUP: gl.constexpr, Q_REGS: gl.constexpr, PERSISTENT: gl.constexpr):
+                part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, n_zh, H, N, qk_scale, causal, me,
+                CONSUMERS: gl.constexpr, IS_CAUSAL: gl.constexpr, HEAD_GROUP: gl.constexpr, Q_REGS: gl.constexpr,
+                PERSISTENT: gl.constexpr):
     # Consumer `me` of the program: its ROWS rows of the program's tile, or of the tiles of its row
     # of the schedule when PERSISTENT (see _ws_load).
     ROWS: gl.constexpr = q_smem.shape[3]
@@ -467,27 +475,34 @@ def _ws_consume(q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_emp
         kv = 0  # key blocks of earlier tiles
         step = 0  # turns of earlier tiles: one per key block, and one more
         for visit in range(gl.load(sched)):
-            zh, m0, n_loaded = _ws_sched_tile(sched, visit)
+            zh, m0, kb0, n_loaded, slot = _ws_sched_tile(sched, visit)
+            # The consumer's first row in the partial buffers; negative for a whole tile (slot -1).
+            part = slot * (CONSUMERS * ROWS) + me * ROWS
             buf = visit % 2  # the tile's set of query buffers (see _ws_load_tile)
             _ws_consume_tile(q_smem.index(buf * CONSUMERS + me), k_smem, v_smem, q_bars.index(buf * CONSUMERS + me),
-                             (visit // 2) & 1, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr, zh // H, zh % H,
-                             zh, m0 + me * ROWS, N, n_loaded, kv, step, qk_scale, causal, me, Q_REGS)
+                             (visit // 2) & 1, k_ready, v_ready, k_empty, v_empty, turn, o_desc, lse_ptr, part_o_ptr,
+                             part_lse_ptr, part, zh // H, zh % H, zh, m0 + me * ROWS, N, kb0, n_loaded, kv, step,
+                             qk_scale, causal, me, Q_REGS)
             mbarrier.arrive(q_empty.index(buf))
             kv += n_loaded
             step += n_loaded + 1
     else:
         zh, m0, n_loaded = _ws_fwd_tile(pid, pid_zh, n_i, n_zh, N, CONSUMERS * ROWS, BLOCK_N, IS_CAUSAL, HEAD_GROUP)
         _ws_consume_tile(q_smem.index(me), k_smem, v_smem, q_bars.index(me), 0, k_ready, v_ready, k_empty, v_empty,
-                         turn, o_desc, lse_ptr, zh // H, zh % H, zh, m0 + me * ROWS, N, n_loaded, 0, 0, qk_scale,
-                         causal, me, Q_REGS)
+                         turn, o_desc, lse_ptr, part_o_ptr, part_lse_ptr, -1, zh // H, zh % H, zh, m0 + me * ROWS, N,
+                         0, n_loaded, 0, 0, qk_scale, causal, me, Q_REGS)
 
 
 @gluon.jit
 def _ws_consume_tile(q_smem, k_smem, v_smem, q_bar, q_phase, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
-                     lse_ptr, z, h, zh, m0, N, n_loaded, kv, step, qk_scale, causal, me, Q_REGS: gl.constexpr):
+                     lse_ptr, part_o_ptr, part_lse_ptr, part, z, h, zh, m0, N, kb0, n_loaded, kv, step, qk_scale,
+                     causal, me, Q_REGS: gl.constexpr):
     # One tile of a consumer warpgroup: rows [m0, m0 + ROWS) of head h of batch z, against the n_loaded
-    # key blocks its program loads; causal, it reads only the blocks up to its own last row. Block j
-    # of the tile is block kv + j of the ring, and its turn is step + j.
+    # key blocks from block kb0 on that its program loads; causal (kb0 = 0), it reads only the blocks
+    # up to its own last row. Block j of the tile is block kv + j of the ring, and its turn is step + j.
+    # Where part >= 0 the blocks are a piece of the keys (see _fwd_schedule): the rows' output over
+    # them and its log2-sum-exp go to rows part ... part + ROWS - 1 of the partial buffers, for
+    # attention_fwd_combine_kernel to merge.
     ROWS: gl.constexpr = q_smem.shape[2]
     HEAD_DIM: gl.constexpr = q_smem.shape[3]
     BLOCK_N: gl.constexpr = k_smem.shape[3]
@@ -533,7 +548,7 @@ def _ws_consume_tile(q_smem, k_smem, v_smem, q_bar, q_phase, k_ready, v_ready, k
         _ws_pass(turn, me)
         s = warpgroup_mma_wait(0, deps=(s,))
         mbarrier.arrive(k_empty.index(first))
-        p, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, 0, N, qk_scale, causal, True)
+        p, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, kb0 * BLOCK_N, N, qk_scale, causal, True)
         p = gl.convert_layout(p.to(dtype), p_layout)
         for j in range(1, n_blocks):
             slot = (kv + j) % NUM_STAGES
@@ -549,9 +564,11 @@ def _ws_consume_tile(q_smem, k_smem, v_smem, q_bar, q_phase, k_ready, v_ready, k
             s = warpgroup_mma_wait(1, deps=(s,))  # MMAs finish in order: S_j is done, P_{j-1} V_{j-1} may not be
             mbarrier.arrive(k_empty.index(slot))
             if j == n_blocks - 1:  # the last block: partial, or on the causal diagonal
-                p_next, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, j * BLOCK_N, N, qk_scale, causal, True)
+                p_next, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, (kb0 + j) * BLOCK_N, N, qk_scale, causal,
+                                                      True)
             else:
-                p_next, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, j * BLOCK_N, N, qk_scale, causal, False)
+                p_next, m_i, l_i, alpha = _ws_softmax(s, m_i, l_i, rows, (kb0 + j) * BLOCK_N, N, qk_scale, causal,
+                                                      False)
             # p's registers are the running MMA's operand: they stay untouched until it is waited for.
             acc, p = warpgroup_mma_wait(0, deps=(acc, p))
             mbarrier.arrive(v_empty.index(prev))
@@ -567,14 +584,20 @@ def _ws_consume_tile(q_smem, k_smem, v_smem, q_bar, q_phase, k_ready, v_ready, k
         # The blocks the program loads for its later rows.
         _ws_release(k_ready, v_ready, k_empty, v_empty, turn, me, kv, step, n_blocks, n_loaded)
 
-        # l_i >= 1 in every row, as in attention_fwd_kernel. The output goes out through the query's
-        # buffer, no longer read; the TMA store drops rows past N.
+        # l_i >= 1 in every row, as in attention_fwd_kernel (a piece's first key is left of every row).
+        # The output goes out through the query's buffer, no longer read; the TMA store drops rows past N.
         acc = acc / gl.convert_layout(l_i, o_rows)[:, None]
-        gl.store(lse_ptr + zh.to(gl.int64) * N + rows, (m_i + gl.log2(l_i)) * 0.6931471805599453, mask=rows < N)
-        q.store(acc.to(dtype))
-        fence_async_shared()
-        _tma_store(o_desc, [z, h, m0, 0], q_smem)
-        gl_tma.store_wait(0)
+        if part < 0:
+            gl.store(lse_ptr + zh.to(gl.int64) * N + rows, (m_i + gl.log2(l_i)) * 0.6931471805599453, mask=rows < N)
+            q.store(acc.to(dtype))
+            fence_async_shared()
+            _tma_store(o_desc, [z, h, m0, 0], q_smem)
+            gl_tma.store_wait(0)
+        else:
+            part_rows = part + gl.arange(0, ROWS, layout=o_rows)
+            cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
+            gl.store(part_o_ptr + part_rows[:, None] * HEAD_DIM + cols[None, :], acc)
+            gl.store(part_lse_ptr + part + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout)), m_i + gl.log2(l_i))
 
 
 @gluon.jit
@@ -595,7 +618,8 @@ def _ws_release(k_ready, v_ready, k_empty, v_empty, turn, me, kv, step, first, n
 
 @gluon.jit
 def attention_fwd_ws_kernel(
-    q_desc, k_desc, v_desc, o_desc, lse_ptr, sched_ptr, SCHED_WIDTH, ZH, H, N, GROUP, qk_scale,
+    q_desc, k_desc, v_desc, o_desc, lse_ptr, sched_ptr, SCHED_WIDTH, part_o_ptr, part_lse_ptr, ZH, H, N, GROUP,
+    qk_scale,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, NUM_STAGES: gl.constexpr, IS_CAUSAL: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, HEAD_GROUP: gl.constexpr = 1, Q_REGS: gl.constexpr = False,
     PERSISTENT: gl.constexpr = False,
@@ -607,7 +631,8 @@ def attention_fwd_ws_kernel(
     # host-built descriptors of the whole 4-D tensors, in blocks of 1 x 1 x rows x D (ROWS rows for q
     # and o). The launch's 4 warps are the first consumer; the other consumers (4 warps each) and the
     # loader (1 warp) are extra warps, given CONSUMER_REGS and LOADER_REGS registers a thread.
-    # Q_REGS: each consumer holds its Q in registers (see FWD_WS_Q_REGISTERS).
+    # Q_REGS: each consumer holds its Q in registers (see FWD_WS_Q_REGISTERS). part_o_ptr and
+    # part_lse_ptr: the float32 partial buffers of the schedule's split tiles (see _ws_consume_tile).
     ROWS: gl.constexpr = q_desc.block_type.shape[2]
     CONSUMERS: gl.constexpr = BLOCK_M // ROWS
     pid = gl.program_id(0)
@@ -650,10 +675,12 @@ def attention_fwd_ws_kernel(
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
-                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0, CONSUMERS, IS_CAUSAL,
+                           lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
+                           c0, CONSUMERS, IS_CAUSAL,
                            HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
-                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0 + 1, CONSUMERS, IS_CAUSAL,
+                           lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
+                           c0 + 1, CONSUMERS, IS_CAUSAL,
                            HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
                         v_empty, pid, pid_zh, sched, n_i, ZH, H, N, GROUP, CONSUMERS, IS_CAUSAL, HEAD_GROUP, PERSISTENT)),
@@ -661,17 +688,57 @@ def attention_fwd_ws_kernel(
     else:
         gl.warp_specialize([
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
-                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0, CONSUMERS, IS_CAUSAL,
+                           lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
+                           c0, CONSUMERS, IS_CAUSAL,
                            HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
-                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0 + 1, CONSUMERS, IS_CAUSAL,
+                           lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
+                           c0 + 1, CONSUMERS, IS_CAUSAL,
                            HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
-                           lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal, c0 + 2, CONSUMERS, IS_CAUSAL,
+                           lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
+                           c0 + 2, CONSUMERS, IS_CAUSAL,
                            HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
                         v_empty, pid, pid_zh, sched, n_i, ZH, H, N, GROUP, CONSUMERS, IS_CAUSAL, HEAD_GROUP, PERSISTENT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOADER_REGS])
+
+
+@triton.jit
+def attention_fwd_combine_kernel(
+    part_o_ptr, part_lse_ptr, splits_ptr, o_ptr, lse_ptr, stride_oz, stride_oh, stride_om, stride_od, H, N,
+    BLOCK_M: tl.constexpr, ROWS: tl.constexpr, HEAD_DIM: tl.constexpr,
+):
+    # Rows [c * ROWS, (c + 1) * ROWS) of split tile t of the persistent forward, for program (t, c)
+    # (row t of splits: flat head, first row, first slot and number of pieces; see _fwd_schedule).
+    # Each piece left the tile's output over its own key blocks in float32 rows slot * BLOCK_M ...
+    # of part_o, normalized, and their log2-sum-exp in part_lse. Weighted by each piece's share of
+    # the whole sum, they make the tile's rows of o and lse.
+    t = tl.program_id(0)
+    zh = tl.load(splits_ptr + 4 * t).to(tl.int64)
+    m0 = tl.load(splits_ptr + 4 * t + 1)
+    first = tl.load(splits_ptr + 4 * t + 2)
+    pieces = tl.load(splits_ptr + 4 * t + 3)
+    r = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, HEAD_DIM)
+    rows = m0 + r
+    keep = rows < N  # rows past N may never have been computed: not read
+    m_i = tl.full([ROWS], float("-inf"), tl.float32)
+    l_i = tl.zeros([ROWS], tl.float32)
+    acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
+    for i in range(pieces):
+        slot_rows = (first + i) * BLOCK_M + r
+        lse_i = tl.load(part_lse_ptr + slot_rows, mask=keep, other=0.0)
+        o_i = tl.load(part_o_ptr + slot_rows[:, None] * HEAD_DIM + cols[None, :], mask=keep[:, None], other=0.0)
+        m_new = tl.maximum(m_i, lse_i)
+        alpha = tl.exp2(m_i - m_new)
+        w = tl.exp2(lse_i - m_new)
+        acc = acc * alpha[:, None] + o_i * w[:, None]
+        l_i = l_i * alpha + w
+        m_i = m_new
+    o = o_ptr + zh // H * stride_oz + zh % H * stride_oh + rows[:, None] * stride_om + cols[None, :] * stride_od
+    tl.store(o, (acc / l_i[:, None]).to(o_ptr.dtype.element_ty), mask=keep[:, None])
+    tl.store(lse_ptr + zh * N + rows, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=keep)
 
 
 # -- backward kernels ----------------------------------------------------------------------------
@@ -1410,6 +1477,19 @@ BWD_WS_KV_REGISTERS = {64: 2, 128: 0}
 # sequences for that reason is a guess, not measured.
 FWD_WS_PERSISTENT = {(64, False): 0, (64, True): 1024, (128, False): math.inf, (128, True): 2048}
 PERSISTENT_PROGRAMS = None  # at most this many persistent programs (tests: many tiles each)
+# The shortest sequence, by (D, causal), at which the persistent forward splits the tiles left over
+# after its last full round by key blocks (see _fwd_schedule); none where no length is given. With
+# B·N = 16k tokens and H = 16 there are 2048 tiles of 128 rows, 15.5 rounds of 132 SMs: unsplit,
+# the last 68 tiles run on 68 SMs while 64 idle. Quantified on an NVIDIA H100 80GB HBM3 (triton
+# 3.6, torch 2.11, 2026-11-25, D = 128 full, float16, N = 4096, one interleaved run with cuDNN),
+# TFLOPS ours / cuDNN: 66 heads (2112 tiles, 16 rounds) 620 / 599 against 64 heads (2048 tiles)
+# 593 / 572: both lose about 4% to the half-empty last round. Split / whole / cuDNN (same GPU and
+# day, B·N = 16k, H = 16, one interleaved run): float16 N = 1024 499 / 517 / 525, 2048 569 / 569 /
+# 563, 4096 602 / 593 / 578, 8192 631 / 611 / 593, 16384 632 / 617 / 592; bfloat16 4096 622 / 612 /
+# 598. At N = 1024 a program's share of the last tiles is 5 key blocks, too few to pay for the
+# pieces' extra query loads, their float32 outputs and the merging kernel.
+FWD_WS_SPLIT_TAIL = {(128, False): 4096}
+COMBINE_WARPS = 4  # attention_fwd_combine_kernel: 64 rows of up to 128 float32 values, 64 a thread
 
 
 def ws_registers(consumers: int) -> dict[str, int]:
@@ -1768,55 +1848,102 @@ def _causal_order_host(i: int, zh: int, n_i: int, n_zh: int, group: int) -> tupl
 TILE_OVERHEAD_BLOCKS = 2
 
 
-def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, programs: int) -> tuple[torch.Tensor, int]:
+class FwdSchedule(NamedTuple):
+    """The persistent forward's schedule (see :func:`_fwd_schedule`)."""
+
+    table: torch.Tensor  #: int32, a row per program: its number of visits, then SCHED_ENTRY values a visit
+    width: int  #: the table's row width
+    splits: torch.Tensor  #: int32, a row per split tile: flat head, first row, first slot, pieces
+    slots: int  #: pieces that write to the partial buffers (BLOCK_M rows each)
+
+
+def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, programs: int,
+                  split_tail: bool = False) -> FwdSchedule:
     """The persistent forward's schedule: the tiles of ``n_zh`` heads of ``n`` rows, in the order
     ``_ws_fwd_tile`` numbers them (causal: the longest first), each dealt to the program with the
     least work so far (its key blocks plus :data:`TILE_OVERHEAD_BLOCKS` a tile).
 
-    Returns an int32 tensor on the host with one row per program, its number of tiles and then
-    (zh, m0, key blocks) of each, in order, and the row width.
+    Without a mask every tile costs the same, so program ``p`` takes tiles ``p``, ``p + programs``,
+    ... With ``split_tail``, the tiles left over after the last round that fills every program are
+    split by key blocks instead: their blocks, in order, are shared out in equal runs, one run per
+    program, so that no program ends a whole tile after the others. A run's piece of a tile that is
+    not the whole tile writes its output to a slot of the partial buffers, and
+    ``attention_fwd_combine_kernel`` merges the pieces of each split tile.
+
+    Each visit is (flat head, first row, first key block, key blocks, slot), the slot -1 for a whole
+    tile. Returns the tables on the host.
     """
     n_i = triton.cdiv(n, block_m)
+    tiles = n_i * n_zh
+    splits: list[list[int]] = []
     if not causal:
-        # Every tile costs the same, so the least-loaded program is the next one in turn: program p
-        # takes tiles p, p + programs, ... Built in one go: a long sequence has many tiles.
-        per = triton.cdiv(n_i * n_zh, programs)
+        blocks = triton.cdiv(n, block_n)
+        whole = tiles - tiles % programs if split_tail else tiles
+        # The rounds of whole tiles, built in one go: a long sequence has many tiles.
+        per = triton.cdiv(whole, programs)
         tile = torch.arange(per * programs).reshape(per, programs).T
-        taken = tile < n_i * n_zh
-        entries = torch.stack((tile // n_i, tile % n_i * block_m, torch.full_like(tile, triton.cdiv(n, block_n))), -1)
-        table = torch.cat((taken.sum(1, keepdim=True), (entries * taken[..., None]).reshape(programs, -1)), 1)
-        return table.to(torch.int32), table.shape[1]
+        taken = tile < whole
+        entries = torch.stack((tile // n_i, tile % n_i * block_m, torch.zeros_like(tile),
+                               torch.full_like(tile, blocks), torch.full_like(tile, -1)), -1)
+        rounds = (entries * taken[..., None]).reshape(programs, -1)
+        # The rest, by key blocks: program p takes blocks [p * run, (p + 1) * run) of the leftover tiles.
+        units = (tiles - whole) * blocks
+        run = triton.cdiv(units, programs)
+        rest: list[list[int]] = [[] for _ in range(programs)]
+        slots = 0
+        for p in range(programs):
+            u, end = p * run, min((p + 1) * run, units)
+            while u < end:
+                t, kb0 = whole + u // blocks, u % blocks
+                count = min(blocks - kb0, end - u)
+                zh, m0 = t // n_i, t % n_i * block_m
+                if count == blocks:
+                    rest[p] += [zh, m0, 0, blocks, -1]
+                else:
+                    if kb0 == 0:
+                        splits.append([zh, m0, slots, 0])
+                    splits[-1][3] += 1
+                    rest[p] += [zh, m0, kb0, count, slots]
+                    slots += 1
+                u += count
+        width = 1 + rounds.shape[1] + max(len(r) for r in rest)
+        table = torch.zeros((programs, width), dtype=torch.int32)
+        table[:, 0] = taken.sum(1) + torch.tensor([len(r) // SCHED_ENTRY for r in rest])
+        table[:, 1:1 + rounds.shape[1]] = rounds
+        for p, r in enumerate(rest):
+            table[p, 1 + rounds.shape[1]:1 + rounds.shape[1] + len(r)] = torch.tensor(r, dtype=torch.int32)
+        return FwdSchedule(table, width, torch.tensor(splits, dtype=torch.int32).reshape(-1, 4), slots)
     loads = [(0, p) for p in range(programs)]
     rows: list[list[int]] = [[] for _ in range(programs)]
-    for tile in range(n_i * n_zh):
+    for tile in range(tiles):
         i, zh = tile % n_i, tile // n_i
         rank, zh = _causal_order_host(i, zh, n_i, n_zh, _head_group(True))
         i = n_i - 1 - rank
         blocks = min(triton.cdiv(n, block_n), triton.cdiv((i + 1) * block_m, block_n))
         load, p = heapq.heappop(loads)
-        rows[p] += [zh, i * block_m, blocks]
+        rows[p] += [zh, i * block_m, 0, blocks, -1]
         heapq.heappush(loads, (load + blocks + TILE_OVERHEAD_BLOCKS, p))
     width = 1 + max(len(r) for r in rows)
     table = torch.zeros((programs, width), dtype=torch.int32)
     for p, r in enumerate(rows):
-        table[p, 0] = len(r) // 3
+        table[p, 0] = len(r) // SCHED_ENTRY
         table[p, 1:1 + len(r)] = torch.tensor(r, dtype=torch.int32)
-    return table, width
+    return FwdSchedule(table, width, torch.zeros((0, 4), dtype=torch.int32), 0)
 
 
 # Schedules copied to a device, by (device, _fwd_schedule's arguments), the most recently used last;
 # at most SCHEDULE_CACHE_SIZE of them.
-_SCHEDULES: collections.OrderedDict[tuple, tuple[torch.Tensor, int]] = collections.OrderedDict()
+_SCHEDULES: collections.OrderedDict[tuple, FwdSchedule] = collections.OrderedDict()
 SCHEDULE_CACHE_SIZE = 64
 # Schedules a CUDA graph captured: its kernels read them at every replay, so they are never freed.
-_CAPTURED_SCHEDULES: dict[tuple, tuple[torch.Tensor, int]] = {}
+_CAPTURED_SCHEDULES: dict[tuple, FwdSchedule] = {}
 
 
 def _capturing(device: torch.device) -> bool:
     return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
 
-def _device_schedule(device: torch.device, *args: int) -> tuple[torch.Tensor, int] | None:
+def _device_schedule(device: torch.device, *args: int) -> FwdSchedule | None:
     """``_fwd_schedule(*args)`` on ``device``, copied there on first use and kept.
 
     ``None`` while a CUDA graph is being captured and the schedule is not on the device yet: a copy
@@ -1828,8 +1955,8 @@ def _device_schedule(device: torch.device, *args: int) -> tuple[torch.Tensor, in
     if entry is None:
         if capturing:
             return None
-        table, width = _fwd_schedule(*args)
-        entry = (table.to(device), width)
+        host = _fwd_schedule(*args)
+        entry = host._replace(table=host.table.to(device), splits=host.splits.to(device))
     _SCHEDULES[key] = entry
     if len(_SCHEDULES) > SCHEDULE_CACHE_SIZE:
         _SCHEDULES.popitem(last=False)
@@ -1857,21 +1984,31 @@ def _forward(
                 _ws_descriptor(o, WS_ROWS))
         regs = ws_registers(cfg.block_m // WS_ROWS)
         grid = (triton.cdiv(n, cfg.block_m), b * h)  # a program per tile
-        sched, width = lse, 0  # a placeholder, not read without PERSISTENT
-        persistent = False
+        schedule = None
         if n <= FWD_WS_PERSISTENT[(d, causal)]:
             n_tiles = grid[0] * grid[1]
             programs = min(n_tiles, runtime.sm_count(q.device), PERSISTENT_PROGRAMS or n_tiles)
-            schedule = _device_schedule(q.device, n, b * h, causal, cfg.block_m, cfg.block_n, programs)
-            persistent = schedule is not None  # None: a graph is being captured (see _device_schedule)
-            if persistent:
-                (sched, width), grid = schedule, (programs,)
+            split_tail = n >= FWD_WS_SPLIT_TAIL.get((d, causal), math.inf)
+            # None while a graph is being captured (see _device_schedule): a program per tile.
+            schedule = _device_schedule(q.device, n, b * h, causal, cfg.block_m, cfg.block_n, programs, split_tail)
+        part_o = part_lse = lse  # placeholders, not read without split tiles
+        if schedule is not None:
+            grid = (schedule.table.shape[0],)
+            if schedule.slots:
+                part_o = torch.empty((schedule.slots * cfg.block_m, d), dtype=torch.float32, device=q.device)
+                part_lse = torch.empty((schedule.slots * cfg.block_m,), dtype=torch.float32, device=q.device)
         attention_fwd_ws_kernel[grid](
-            *srcs, lse, sched, width, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
+            *srcs, lse, lse if schedule is None else schedule.table, 0 if schedule is None else schedule.width,
+            part_o, part_lse, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
             CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal),
-            Q_REGS=FWD_WS_Q_REGISTERS[d], PERSISTENT=persistent, num_warps=cfg.num_warps,
+            Q_REGS=FWD_WS_Q_REGISTERS[d], PERSISTENT=schedule is not None, num_warps=cfg.num_warps,
         )
+        if schedule is not None and schedule.slots:
+            attention_fwd_combine_kernel[(schedule.splits.shape[0], cfg.block_m // WS_ROWS)](
+                part_o, part_lse, schedule.splits, o, lse, *_strides(o), h, n,
+                BLOCK_M=cfg.block_m, ROWS=WS_ROWS, HEAD_DIM=d, num_warps=COMBINE_WARPS,
+            )
         return o, lse
     cfg = _fwd_config(d, causal, q.dtype, knobs, method)
     if method == "tma":
