@@ -60,6 +60,8 @@ from tritonperf.kernels.attention import (
     FWD_WS_CONFIGS,
     FWD_WS_PERSISTENT,
     FWD_WS_Q_REGISTERS,
+    FWD_WS_SPLIT_TAIL,
+    SCHED_ENTRY,
     WS_MIN_LENGTH,
     WS_ROWS,
     _descriptor,
@@ -80,6 +82,7 @@ from tritonperf.kernels.attention import (
     _ws_turn,
     attention_bwd_dkdv_kernel,
     attention_config,
+    attention_fwd_combine_kernel,
     attention_fwd_kernel,
     attention_fwd_ws_kernel,
     attention_lse_reference,
@@ -627,6 +630,56 @@ print(inspect.getsource(_ws_consume.fn))
 # not on the GPU yet, the launch takes a program per tile.
 
 print(inspect.getsource(_fwd_schedule))
+
+# %%
+# Tiles do not always share out evenly among the SMs. With ``B·N = 16k`` tokens and ``H = 16`` there
+# are 2048 tiles of 128 rows for 132 SMs: 15 full rounds and 68 tiles over. Run whole, those 68
+# make a 16th round on 68 SMs while the other 64 idle, so the kernel takes 16 tiles' time for
+# 15.5 tiles of work an SM. On an H100 (triton 3.6.0, torch 2.11, 2026-11-25, float16,
+# ``D = 128``, ``N = 4096``) 66 heads, 2112 tiles in exactly 16 rounds, ran at 620 TFLOPS where 64
+# heads ran at 593; cuDNN lost as much (599 against 572).
+#
+# With ``split_tail``, ``_fwd_schedule`` cuts the tiles left over after the last full round by
+# key blocks instead, and gives each program an equal run of those blocks, in order (17 blocks of
+# a tile's 32 in the case above). A program that gets part of a tile's keys computes the tile's
+# output over those keys only, normalized, and writes it in float32 to a slot of a partial buffer,
+# with its base-2 log-sum-exp; a whole tile writes its output as before. Below, 8 heads of 1000
+# rows (64 tiles of 8 key blocks) for 5 programs: 12 full rounds, then 4 tiles over, 32 blocks in
+# runs of 7. Each line is a program's visits after the full rounds:
+
+demo_n = 1000
+split_demo = _fwd_schedule(demo_n, 8, False, 128, 128, 5, split_tail=True)
+full_rounds = 64 // 5
+for p, row in enumerate(split_demo.table.tolist()):
+    visits = [row[1 + SCHED_ENTRY * t:1 + SCHED_ENTRY * (t + 1)] for t in range(row[0])][full_rounds:]
+    print(f"program {p}: " + ", ".join(
+        f"head {zh} rows {m0}-{min(m0 + 127, demo_n - 1)} key blocks {kb0}-{kb0 + count - 1}"
+        + (f" -> slot {slot}" if slot >= 0 else "") for zh, m0, kb0, count, slot in visits))
+print("split tiles (head, first row, first slot, pieces):", split_demo.splits.tolist())
+
+# %%
+# A second, small kernel merges the pieces. Piece ``i`` of a row holds ``O_i``, the output over
+# its keys, and ``L_i``, the base-2 logarithm of its sum of ``2^(scores)``. The row's whole sum is
+# the sum of the ``2^(L_i)``, so each ``O_i`` weighs ``2^(L_i - L)`` with ``L`` the log of the
+# whole: the online softmax again, over pieces instead of key blocks.
+
+print(inspect.getsource(attention_fwd_combine_kernel.fn))
+
+# %%
+# The pieces cost a second read of their tile's queries, a float32 output and the merging
+# kernel's launch. Split against whole against cuDNN, TFLOPS on an H100 (same day and versions,
+# ``D = 128`` without a mask, float16, ``B·N = 16k``, ``H = 16``, one interleaved run): ``N = 1024``
+# 499 / 517 / 525, 2048 569 / 569 / 563, 4096 602 / 593 / 578, 8192 631 / 611 / 593, 16384 632 /
+# 617 / 592 (bfloat16 at 4096: 622 / 612 / 598). On an H200, same protocol: 1024 501 / 515 / 521,
+# 2048 562 / 561 / 555, 4096 596 / 588 / 575, 8192 609 / 596 / 579, 16384 620 / 616 / 583
+# (bfloat16 at 4096: 628 / 615 / 602). At ``N = 1024`` a program's run is 5 key blocks, too short
+# to pay for those costs. ``FWD_WS_SPLIT_TAIL`` holds the shortest sequence that splits,
+# by head dim and mask; at ``D = 64`` the forward does not run persistent without a mask (below),
+# and causal tiles differ in length, so the greedy deal above already evens them out. A CUDA graph
+# captured where the table is not on the GPU yet runs a program per tile, whole tiles only: its
+# output can then differ from an eager call's in the last bits.
+
+print(FWD_WS_SPLIT_TAIL)
 
 # %%
 # ``FWD_WS_PERSISTENT`` holds the longest sequence at which each head dim and mask runs

@@ -1486,8 +1486,10 @@ PERSISTENT_PROGRAMS = None  # at most this many persistent programs (tests: many
 # 593 / 572: both lose about 4% to the half-empty last round. Split / whole / cuDNN (same GPU and
 # day, B·N = 16k, H = 16, one interleaved run): float16 N = 1024 499 / 517 / 525, 2048 569 / 569 /
 # 563, 4096 602 / 593 / 578, 8192 631 / 611 / 593, 16384 632 / 617 / 592; bfloat16 4096 622 / 612 /
-# 598. At N = 1024 a program's share of the last tiles is 5 key blocks, too few to pay for the
-# pieces' extra query loads, their float32 outputs and the merging kernel.
+# 598. On an NVIDIA H200 (same versions and day, same protocol): float16 N = 1024 501 / 515 / 521,
+# 2048 562 / 561 / 555, 4096 596 / 588 / 575, 8192 609 / 596 / 579, 16384 620 / 616 / 583;
+# bfloat16 4096 628 / 615 / 602. At N = 1024 a program's share of the last tiles is 5 key blocks,
+# too few to pay for the pieces' extra query loads, their float32 outputs and the merging kernel.
 FWD_WS_SPLIT_TAIL = {(128, False): 4096}
 COMBINE_WARPS = 4  # attention_fwd_combine_kernel: 64 rows of up to 128 float32 values, 64 a thread
 
