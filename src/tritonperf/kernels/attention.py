@@ -404,8 +404,9 @@ def _ws_load(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_
 def _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty,
                   zh, m0, kb0, n_blocks, kv, t, H, GROUP, CONSUMERS: gl.constexpr):
     # A tile (see _ws_fwd_tile), the program's t-th: every consumer's query block once, then key
-    # blocks kb0 ... kb0 + n_blocks - 1 and their values into the ring, from its position kv on. Query blocks alternate between
-    # two sets of buffers by tile, so that a tile's can load while the consumers finish the tile before.
+    # blocks kb0 ... kb0 + n_blocks - 1 and their values into the ring, from its position kv on. Query
+    # blocks alternate between two sets of buffers by tile, so that a tile's can load while the
+    # consumers finish the tile before.
     ROWS: gl.constexpr = q_smem.shape[3]  # a consumer's
     BLOCK_N: gl.constexpr = k_smem.shape[3]
     NUM_STAGES: gl.constexpr = k_smem.shape[0]
@@ -436,7 +437,8 @@ def _ws_load_tile(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empt
 @gluon.jit
 def _ws_softmax(s, m_i, l_i, rows, start_n, N, qk_scale, causal, MASK: gl.constexpr):
     # One block's step of the online softmax, as in _fwd_blocks. MASK hides keys past N and, when
-    # causal, right of each row; rows past N (zeros from the TMA) still see key 0, so no row is empty.
+    # causal, right of each row; rows past N (zeros from the TMA) still see the first key of their
+    # tile or piece (key 0 where causal), so no row is empty.
     if MASK:
         cols = start_n + gl.arange(0, s.shape[1], layout=gl.SliceLayout(0, s.type.layout))
         keep = (cols < N)[None, :] & ((cols[None, :] <= rows[:, None]) | (causal == 0))
@@ -676,12 +678,10 @@ def attention_fwd_ws_kernel(
         gl.warp_specialize([
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
                            lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
-                           c0, CONSUMERS, IS_CAUSAL,
-                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+                           c0, CONSUMERS, IS_CAUSAL, HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
                            lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
-                           c0 + 1, CONSUMERS, IS_CAUSAL,
-                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+                           c0 + 1, CONSUMERS, IS_CAUSAL, HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
                         v_empty, pid, pid_zh, sched, n_i, ZH, H, N, GROUP, CONSUMERS, IS_CAUSAL, HEAD_GROUP, PERSISTENT)),
         ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -689,16 +689,13 @@ def attention_fwd_ws_kernel(
         gl.warp_specialize([
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
                            lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
-                           c0, CONSUMERS, IS_CAUSAL,
-                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+                           c0, CONSUMERS, IS_CAUSAL, HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
                            lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
-                           c0 + 1, CONSUMERS, IS_CAUSAL,
-                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+                           c0 + 1, CONSUMERS, IS_CAUSAL, HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_consume, (q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty, v_empty, turn, o_desc,
                            lse_ptr, part_o_ptr, part_lse_ptr, pid, pid_zh, sched, n_i, ZH, H, N, qk_scale, causal,
-                           c0 + 2, CONSUMERS, IS_CAUSAL,
-                           HEAD_GROUP, Q_REGS, PERSISTENT)),
+                           c0 + 2, CONSUMERS, IS_CAUSAL, HEAD_GROUP, Q_REGS, PERSISTENT)),
             (_ws_load, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bars, q_empty, k_ready, v_ready, k_empty,
                         v_empty, pid, pid_zh, sched, n_i, ZH, H, N, GROUP, CONSUMERS, IS_CAUSAL, HEAD_GROUP, PERSISTENT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, LOADER_REGS])
