@@ -423,7 +423,7 @@ def test_causal_order_starts_each_groups_programs_rank_by_rank(n_i, n_zh, group,
 @pytest.mark.parametrize("b, h, n, d", [(2, 3, 100, 64), (1, 2, 64, 128), (1, 1, 130, 128)], ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "heads-inner"])
 def test_dq_ungroup_kernel_puts_the_groups_side_by_side(b, h, n, d, layout, device):
-    n_pad = triton.cdiv(n, 64) * 64
+    n_pad = triton.cdiv(n, attn.WS_ROWS) * attn.WS_ROWS  # as _ws_dq_buffer pads
     dq32 = torch.randn(b, h, d // 8, n_pad, 8, device=device)
     want = dq32[:, :, :, :n].permute(0, 1, 3, 2, 4).reshape(b, h, n, d).half()
     # dQ is the first n rows of a larger NaN buffer: the rows after them must stay NaN.
@@ -432,8 +432,9 @@ def test_dq_ungroup_kernel_puts_the_groups_side_by_side(b, h, n, d, layout, devi
     else:
         room = torch.full((b, n + 64, h, d), float("nan"), dtype=torch.float16, device=device).transpose(1, 2)
     dq = room[:, :, :n]
-    attn.attention_dq_ungroup_kernel[(triton.cdiv(n, 64), b * h)](
-        dq32, dq, *attn._strides(dq), h, n, n_pad, BLOCK_M=64, HEAD_DIM=d, num_warps=4)
+    rows = attn.UNGROUP_ROWS
+    attn.attention_dq_ungroup_kernel[(triton.cdiv(n, rows), b * h)](
+        dq32, dq, *attn._strides(dq), h, n, n_pad, BLOCK_M=rows, HEAD_DIM=d, num_warps=attn.UNGROUP_WARPS)
     assert torch.equal(dq, want)
     assert room[:, :, n:].isnan().all()
 

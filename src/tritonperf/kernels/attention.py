@@ -1574,6 +1574,8 @@ _TABLES = {"fwd": FWD_CONFIGS, "fwd_tma": FWD_TMA_CONFIGS, "fwd_ws": FWD_WS_CONF
            "bwd_ws": BWD_WS_CONFIGS}
 # delta's kernel streams O and dO once: blocks of this many elements of each, 8 warps (32 a thread).
 PREPROCESS_ELEMENTS, PREPROCESS_WARPS = 8192, 8
+# attention_dq_ungroup_kernel: rows a program, in 4 warps (64 rows of D = 128 are 64 values a thread).
+UNGROUP_ROWS, UNGROUP_WARPS = 64, 4
 _INT32_LIMIT = 2**31 - 1
 _MAX_PROGRAMS_AXIS_1 = 65535  # CUDA's limit on the grid's second dimension
 
@@ -2114,8 +2116,8 @@ def _backward_ws(q, k, v, do, lse2, delta, dq, dk, dv, causal, sm_scale):
         num_warps=cfg.num_warps,
     )
     if dq32.dim() == 5:
-        attention_dq_ungroup_kernel[(triton.cdiv(n, 64), b * h)](
-            dq32, dq, *_strides(dq), h, n, dq32.shape[3], BLOCK_M=64, HEAD_DIM=d, num_warps=4)
+        attention_dq_ungroup_kernel[(triton.cdiv(n, UNGROUP_ROWS), b * h)](
+            dq32, dq, *_strides(dq), h, n, dq32.shape[3], BLOCK_M=UNGROUP_ROWS, HEAD_DIM=d, num_warps=UNGROUP_WARPS)
     else:
         dq.copy_(dq32)
 
