@@ -625,9 +625,10 @@ print(inspect.getsource(_ws_consume.fn))
 # and deals each to the program with the least work so far, counting a tile as its key blocks
 # plus ``TILE_OVERHEAD_BLOCKS``. Without a mask all tiles cost the same, so that is the next
 # program in turn, and the table is built in one step. It is built once per shape and kept on the
-# GPU; each program reads its row (a count, then ``(head, first row, key blocks)`` per tile). A
-# CUDA graph cannot capture the table's copy from host memory: captured at a shape whose table is
-# not on the GPU yet, the launch takes a program per tile.
+# GPU; each program reads its row: a count, then ``(head, first row, first key block, key blocks,
+# slot)`` per visit (the third and fifth come into play below; a whole tile starts at key block 0
+# and has slot -1). A CUDA graph cannot capture the table's copy from host memory:
+# captured at a shape whose table is not on the GPU yet, the launch takes a program per tile.
 
 print(inspect.getsource(_fwd_schedule))
 
