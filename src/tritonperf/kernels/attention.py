@@ -1858,6 +1858,15 @@ class FwdSchedule(NamedTuple):
     slots: int  #: pieces that write to the partial buffers (BLOCK_M rows each)
 
 
+def _visit_table(rows: list[list[int]]) -> torch.Tensor:
+    """int32, a row per program: its number of visits, then its visits' values (``rows[p]``), zero-padded."""
+    table = torch.zeros((len(rows), 1 + max(len(r) for r in rows)), dtype=torch.int32)
+    for p, r in enumerate(rows):
+        table[p, 0] = len(r) // SCHED_ENTRY
+        table[p, 1:1 + len(r)] = torch.tensor(r, dtype=torch.int32)
+    return table
+
+
 def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, programs: int,
                   split_tail: bool = False) -> FwdSchedule:
     """The persistent forward's schedule: the tiles of ``n_zh`` heads of ``n`` rows, in the order
@@ -1907,13 +1916,9 @@ def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, p
                     rest[p] += [zh, m0, kb0, count, slots]
                     slots += 1
                 u += count
-        width = 1 + rounds.shape[1] + max(len(r) for r in rest)
-        table = torch.zeros((programs, width), dtype=torch.int32)
-        table[:, 0] = taken.sum(1) + torch.tensor([len(r) // SCHED_ENTRY for r in rest])
-        table[:, 1:1 + rounds.shape[1]] = rounds
-        for p, r in enumerate(rest):
-            table[p, 1 + rounds.shape[1]:1 + rounds.shape[1] + len(r)] = torch.tensor(r, dtype=torch.int32)
-        return FwdSchedule(table, width, torch.tensor(splits, dtype=torch.int32).reshape(-1, 4), slots)
+        rest_table = _visit_table(rest)
+        table = torch.cat((rest_table[:, :1] + taken.sum(1, keepdim=True).int(), rounds.int(), rest_table[:, 1:]), 1)
+        return FwdSchedule(table, table.shape[1], torch.tensor(splits, dtype=torch.int32).reshape(-1, 4), slots)
     loads = [(0, p) for p in range(programs)]
     rows: list[list[int]] = [[] for _ in range(programs)]
     for tile in range(tiles):
@@ -1924,12 +1929,8 @@ def _fwd_schedule(n: int, n_zh: int, causal: bool, block_m: int, block_n: int, p
         load, p = heapq.heappop(loads)
         rows[p] += [zh, i * block_m, 0, blocks, -1]
         heapq.heappush(loads, (load + blocks + TILE_OVERHEAD_BLOCKS, p))
-    width = 1 + max(len(r) for r in rows)
-    table = torch.zeros((programs, width), dtype=torch.int32)
-    for p, r in enumerate(rows):
-        table[p, 0] = len(r) // SCHED_ENTRY
-        table[p, 1:1 + len(r)] = torch.tensor(r, dtype=torch.int32)
-    return FwdSchedule(table, width, torch.zeros((0, 4), dtype=torch.int32), 0)
+    table = _visit_table(rows)
+    return FwdSchedule(table, table.shape[1], torch.zeros((0, 4), dtype=torch.int32), 0)
 
 
 # Schedules copied to a device, by (device, _fwd_schedule's arguments), the most recently used last;
@@ -1992,15 +1993,14 @@ def _forward(
             split_tail = n >= FWD_WS_SPLIT_TAIL.get((d, causal), math.inf)
             # None while a graph is being captured (see _device_schedule): a program per tile.
             schedule = _device_schedule(q.device, n, b * h, causal, cfg.block_m, cfg.block_n, programs, split_tail)
-        part_o = part_lse = lse  # placeholders, not read without split tiles
+        sched, width, part_o, part_lse = lse, 0, lse, lse  # placeholders, not read without a schedule or splits
         if schedule is not None:
-            grid = (schedule.table.shape[0],)
+            sched, width, grid = schedule.table, schedule.width, (schedule.table.shape[0],)
             if schedule.slots:
                 part_o = torch.empty((schedule.slots * cfg.block_m, d), dtype=torch.float32, device=q.device)
                 part_lse = torch.empty((schedule.slots * cfg.block_m,), dtype=torch.float32, device=q.device)
         attention_fwd_ws_kernel[grid](
-            *srcs, lse, lse if schedule is None else schedule.table, 0 if schedule is None else schedule.width,
-            part_o, part_lse, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
+            *srcs, lse, sched, width, part_o, part_lse, b * h, h, n, h // k.shape[1], sm_scale * LOG2E,
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_STAGES=cfg.num_stages, IS_CAUSAL=causal,
             CONSUMER_REGS=regs["consumer"], LOADER_REGS=regs["loader"], HEAD_GROUP=_head_group(causal),
             Q_REGS=FWD_WS_Q_REGISTERS[d], PERSISTENT=schedule is not None, num_warps=cfg.num_warps,
