@@ -73,7 +73,8 @@ def test_every_target_names_a_kernel_the_benchmarks_record():
 def test_the_results_page_and_the_command_show_the_targets(softmax_doc, tmp_path, capsys):
     path = records.save(softmax_doc, tmp_path / "example-gpu.json")
     page = report.results_page([path], tmp_path / "img", "/img")
-    assert "| softmax | fwd | ≥ 0.93 × copy ceiling, N ≤ 16384 | 1\u00a0of\u00a03 | 0.40× | float16 M=4096 N=256 |" in page
+    # No vector add in this run: the columns that weigh the misses against it stay empty.
+    assert "| softmax | fwd | ≥ 0.93 × copy ceiling, N ≤ 16384 | 1\u00a0of\u00a03 | 0.40× | float16 M=4096 N=256 |  |  |" in page
     assert cli.main(["targets", str(path)]) == 0
     out = capsys.readouterr().out
     assert "≥ 2.0 × torch eager" in out and "1 of 3" in out
@@ -83,3 +84,49 @@ def test_the_results_page_and_the_command_show_the_targets(softmax_doc, tmp_path
     assert "no record in this file is held to a target" in capsys.readouterr().out
     assert cli.main(["targets", str(tmp_path / "missing.json")]) == 2
     assert "cannot be read" in capsys.readouterr().err
+
+
+def _vector_add(n: int, share: float) -> dict:
+    # torch's a + b on float32: 12 bytes an element, at `share` of the sample's 1000 GB/s ceiling.
+    ms = 12 * n * 1e-6 / (share * 1000.0)
+    return {"kernel": "vector_add", "variant": "torch", "direction": "fwd", "dtype": "float32", "shape": {"N": n},
+            "ms": ms, "GBps": 12 * n / ms * 1e-6, "TFLOPS": None}
+
+
+def test_streaming_share_follows_the_vector_add_line_in_log_bytes():
+    line = [(12 << 20, 0.5), (192 << 20, 0.8), (768 << 20, 0.96)]
+    assert targets.streaming_share(line, 1 << 20) == 0.5  # below the smallest size: its share
+    assert targets.streaming_share(line, 4 << 30) == 0.96  # above the largest: its share
+    assert targets.streaming_share(line, 48 << 20) == pytest.approx(0.65)  # halfway in log(bytes)
+    assert targets.streaming_share(line, 192 << 20) == pytest.approx(0.8)
+    assert targets.streaming_share(line, 384 << 20) == pytest.approx(0.88)
+    with pytest.raises(ValueError, match="no reference sizes"):
+        targets.streaming_share([], 1 << 20)
+
+
+def test_ceiling_targets_separate_the_misses_a_same_size_pass_misses_too(sample_doc):
+    # The vector add line: 0.50 at 12 MiB, 0.81 at 192 MiB (the sample's), 0.97 at 768 MiB.
+    sample_doc["records"].append(_vector_add(1 << 26, 0.97))
+    sample_doc["records"] += [
+        _softmax(4096, 256, "tritonperf", 4 * 2**20 / (0.40 * 1e9)),  # 4 MiB: a miss, out of reach
+        _softmax(4096, 4096, "tritonperf", 64 * 2**20 / (0.95 * 1e9)),  # 64 MiB: met, though out of reach
+        _softmax(16384, 16384, "tritonperf", 2**30 / (0.90 * 1e9)),  # 1 GiB: within reach, and missed
+        _softmax(16384, 16384, "torch", 2**30 / (0.45 * 1e9)),
+    ]
+    checked = _by_text(sample_doc)
+    ceiling = checked["≥ 0.93 × copy ceiling, N ≤ 16384"]
+    assert (ceiling["shapes"], ceiling["met"], ceiling["out_of_reach"]) == (3, 1, 1)
+    assert (ceiling["within_reach"], ceiling["met_within_reach"]) == (1, 0)
+    assert ceiling["worst_within_reach"] == pytest.approx(0.90)
+    assert ceiling["worst_within_reach_at"] == "float16 M=16384 N=16384"
+    # A target against torch is not weighed against a streaming pass.
+    torch_best = checked["≥ 1.0 × best torch"]
+    assert torch_best["out_of_reach"] is None and torch_best["within_reach"] is None
+    row = next(r for r in targets.table_rows(sample_doc) if r[2] == ceiling["target"].text)
+    assert row[3:] == ["1 of 3", "0.40×", "float16 M=4096 N=256", "0 of 1", "0.90× float16 M=16384 N=16384"]
+    # Without vector add records in the run there is no line, and the last two columns stay empty.
+    sample_doc["records"] = [r for r in sample_doc["records"] if r["kernel"] != "vector_add"]
+    ceiling = _by_text(sample_doc)["≥ 0.93 × copy ceiling, N ≤ 16384"]
+    assert ceiling["out_of_reach"] is None and ceiling["worst_within_reach"] is None
+    row = next(r for r in targets.table_rows(sample_doc) if r[2] == ceiling["target"].text)
+    assert row[6:] == ["", ""]

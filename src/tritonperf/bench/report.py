@@ -157,7 +157,7 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
         if target_rows:
             parts.append("The package's targets, held against this run (the worst value is a share of the ceiling, "
                          "or a speed over the torch variants named):\n\n"
-                         + markdown_table(targets.TABLE_HEADER, target_rows, right=(3, 4)) + "\n")
+                         + markdown_table(targets.TABLE_HEADER, target_rows, right=(3, 4, 6)) + "\n")
         fig = plot_sizes(doc, live=False)
         if fig is not None:
             fig.savefig(image_dir / f"{slug}-sizes.png", dpi=110)

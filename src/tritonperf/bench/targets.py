@@ -5,14 +5,22 @@ share of the measured ceiling, or a speed against torch variants of the same run
 it names. :func:`check` holds a results document against every target and reports, per target,
 at how many shapes it is met and the worst shape. The results page and ``tritonperf targets``
 show that table, so a target the kernels miss is shown missed.
+
+A share of the copy ceiling is out of reach for a small call: launching it, filling the GPU and
+draining it take a fixed time that a few MiB cannot hide. For the memory-bound kernels' ceiling
+targets the table therefore also says, from the same run, which misses a plain streaming pass of
+as many bytes misses too (torch's vector add, the line of the results page's size plot), and the
+worst value among the shapes where such a pass meets the target.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .plotting import SIZE_KERNELS, bytes_moved, size_reference
 from .report import _case, shape_text, summarize
 
 Where = Callable[[str, dict[str, Any]], bool]
@@ -104,20 +112,47 @@ TARGETS: list[Target] = [
 ]
 
 
+def streaming_share(reference: list[tuple[float, float]], n_bytes: float) -> float:
+    """The share of the copy ceiling that a plain streaming pass of ``n_bytes`` reached.
+
+    ``reference`` holds ``(bytes moved, share of the ceiling)`` pairs sorted by bytes, as
+    :func:`~tritonperf.bench.plotting.size_reference` returns them for torch's vector add. Between
+    two of its sizes the share is interpolated linearly in log(bytes); below the smallest and above
+    the largest it is that end's share.
+    """
+    if not reference:
+        raise ValueError("no reference sizes: the run recorded no streaming pass to compare with")
+    if n_bytes <= reference[0][0]:
+        return reference[0][1]
+    for (b0, s0), (b1, s1) in zip(reference, reference[1:], strict=False):
+        if n_bytes <= b1:
+            t = math.log(n_bytes / b0) / math.log(b1 / b0) if b1 > b0 else 1.0
+            return s0 + t * (s1 - s0)
+    return reference[-1][1]
+
+
 def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict[str, Any]]:
     """Hold ``doc`` against each target that has records in it.
 
     Returns one dict per such target: ``target``, ``shapes`` (how many it applies to), ``met``
     (how many meet it), ``worst`` (the lowest value) and ``worst_at`` (``"dtype shape"`` there).
-    A shape where no compared variant was recorded is left out.
+    A shape where no compared variant was recorded is left out. For a ceiling target of a
+    memory-bound kernel (:data:`~tritonperf.bench.plotting.SIZE_KERNELS`) in a run with vector-add
+    records, also ``out_of_reach``: how many of the missed shapes a streaming pass of the same
+    bytes misses too (:func:`streaming_share`); ``within_reach`` and ``met_within_reach``: at how
+    many shapes such a pass meets the target, and at how many of those ours does; and
+    ``worst_within_reach`` / ``worst_within_reach_at``: the lowest value among them (None where
+    there are none). Elsewhere those five are None.
     """
     rows = summarize(doc)
+    reference = size_reference(doc)
     times: dict[tuple, list[tuple[str, float]]] = {}  # case -> (variant, ms) of every variant there
     for r in rows:
         times.setdefault(_case(r), []).append((r["variant"], r["ms"]))
     out = []
     for target in TARGETS if targets is None else targets:
-        values = []
+        values = []  # (value, "dtype shape", the same-size pass's share or None)
+        sized = target.against is None and target.kernel in SIZE_KERNELS and bool(reference)
         for r in rows:
             if (r["kernel"], r["direction"], r["variant"]) != (target.kernel, target.direction, target.ours):
                 continue
@@ -132,22 +167,40 @@ def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict
                 if not theirs:
                     continue
                 value = min(theirs) / r["ms"]
-            values.append((value, f"{r['dtype']} {shape_text(r['shape'])}"))
-        if values:
-            worst, worst_at = min(values)
-            out.append({"target": target, "shapes": len(values), "met": sum(v >= target.minimum for v, _ in values),
-                        "worst": worst, "worst_at": worst_at})
+            reach = streaming_share(reference, bytes_moved(r)) if sized and r["GBps"] else None
+            values.append((value, f"{r['dtype']} {shape_text(r['shape'])}", reach))
+        if not values:
+            continue
+        worst, worst_at, _ = min(values, key=lambda v: v[:2])
+        row = {"target": target, "shapes": len(values), "met": sum(v >= target.minimum for v, _, _ in values),
+               "worst": worst, "worst_at": worst_at, "out_of_reach": None, "within_reach": None,
+               "met_within_reach": None, "worst_within_reach": None, "worst_within_reach_at": None}
+        if sized:
+            within = [(v, at) for v, at, reach in values if reach is not None and reach >= target.minimum]
+            row["out_of_reach"] = sum(v < target.minimum and reach is not None and reach < target.minimum
+                                      for v, _, reach in values)
+            row["within_reach"] = len(within)
+            row["met_within_reach"] = sum(v >= target.minimum for v, _ in within)
+            if within:
+                row["worst_within_reach"], row["worst_within_reach_at"] = min(within)
+        out.append(row)
     return out
 
 
 #: Column names of :func:`table_rows`.
-TABLE_HEADER = ["kernel", "dir", "target", "met at", "worst", "worst at"]
+TABLE_HEADER = ["kernel", "dir", "target", "met at", "worst", "worst at", "within reach: met at", "worst within reach"]
 
 
 def table_rows(doc: dict[str, Any]) -> list[list[str]]:
-    """Formatted rows of :func:`check`, in the order of :data:`TABLE_HEADER`."""
-    return [
-        [c["target"].kernel, c["target"].direction, c["target"].text, f"{c['met']} of {c['shapes']}",
-         f"{c['worst']:.2f}×", c["worst_at"]]
-        for c in check(doc)
-    ]
+    """Formatted rows of :func:`check`, in the order of :data:`TABLE_HEADER`; the last two are
+    empty for the targets that :func:`check` does not hold against a streaming pass."""
+    out = []
+    for c in check(doc):
+        row = [c["target"].kernel, c["target"].direction, c["target"].text, f"{c['met']} of {c['shapes']}",
+               f"{c['worst']:.2f}×", c["worst_at"], "", ""]
+        if c["within_reach"] is not None:
+            row[6] = f"{c['met_within_reach']} of {c['within_reach']}"
+            if c["worst_within_reach"] is not None:
+                row[7] = f"{c['worst_within_reach']:.2f}× {c['worst_within_reach_at']}"
+        out.append(row)
+    return out
