@@ -828,6 +828,14 @@ TILED_BWD_WAVES = 2
 # 2.11, 2026-11-24, 132 partial rows, one or two sums, per call with its launch): 1024 columns
 # 3.97-4.10 us with the earlier 16 rows x 32 columns, 2 programs per SM, no pipelining; 2.74-2.93
 # with 32 x 8 in 3 stages; 4096 columns 4.34-4.63 against 3.41-3.97 (32 x 8 or 16).
+# Tried and not kept: launching the sum with programmatic dependent launch (launch_pdl; the kernel
+# before it calls gdc_launch_dependents, the sum waits in gdc_wait), so that its launch overlaps
+# that kernel. On an NVIDIA H100 80GB HBM3 (triton 3.6, torch 2.11, 2026-11-28, interleaved, us a
+# call, without PDL in parentheses, then with no sum kernel at all, wrong dweight): with the
+# trigger at the start of the register-path kernel, layer norm float16 4096 x 256 10.0 (10.4; 8.3),
+# 4096 x 4096 42.2 (41.1; 39.4), 4096 x 16384 164.3 (161.1; 156.6), float32 16384 x 5120 371.1
+# (366.5; 365.1), RMS norm float16 4096 x 256 7.8 (8.4; 6.5); with it after the row loop, every
+# shape within 0.5 us of the launch without PDL. The sum costs 1.7-3 us of a call at every size.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS, SUM_STAGES = 32, 256, 4, 3
 SUM_MIN_BLOCK_C = 8
 SUM_PROGRAMS_PER_SM = 4
