@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .plotting import SIZE_KERNELS, bytes_moved, size_reference
 from .report import _case, shape_text, summarize
 
@@ -122,13 +124,8 @@ def streaming_share(reference: list[tuple[float, float]], n_bytes: float) -> flo
     """
     if not reference:
         raise ValueError("no reference sizes: the run recorded no streaming pass to compare with")
-    if n_bytes <= reference[0][0]:
-        return reference[0][1]
-    for (b0, s0), (b1, s1) in zip(reference, reference[1:], strict=False):
-        if n_bytes <= b1:
-            t = math.log(n_bytes / b0) / math.log(b1 / b0) if b1 > b0 else 1.0
-            return s0 + t * (s1 - s0)
-    return reference[-1][1]
+    sizes, shares = zip(*reference, strict=True)
+    return float(np.interp(math.log(n_bytes), [math.log(b) for b in sizes], shares))
 
 
 def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict[str, Any]]:
@@ -167,7 +164,7 @@ def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict
                 if not theirs:
                     continue
                 value = min(theirs) / r["ms"]
-            reach = streaming_share(reference, bytes_moved(r)) if sized and r["GBps"] else None
+            reach = streaming_share(reference, bytes_moved(r)) if sized else None
             values.append((value, f"{r['dtype']} {shape_text(r['shape'])}", reach))
         if not values:
             continue
@@ -176,11 +173,10 @@ def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict
                "worst": worst, "worst_at": worst_at, "out_of_reach": None, "within_reach": None,
                "met_within_reach": None, "worst_within_reach": None, "worst_within_reach_at": None}
         if sized:
-            within = [(v, at) for v, at, reach in values if reach is not None and reach >= target.minimum]
-            row["out_of_reach"] = sum(v < target.minimum and reach is not None and reach < target.minimum
-                                      for v, _, reach in values)
+            within = [(v, at) for v, at, reach in values if reach >= target.minimum]
             row["within_reach"] = len(within)
             row["met_within_reach"] = sum(v >= target.minimum for v, _ in within)
+            row["out_of_reach"] = (row["shapes"] - row["met"]) - (row["within_reach"] - row["met_within_reach"])
             if within:
                 row["worst_within_reach"], row["worst_within_reach_at"] = min(within)
         out.append(row)

@@ -363,10 +363,9 @@ def _ws_fwd_tile(i, zh, n_i, n_zh, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constex
         rank, zh = _causal_order(i, zh, n_i, n_zh, HEAD_GROUP)
         i = n_i - 1 - rank
     m0 = i * BLOCK_M
-    if IS_CAUSAL:
-        m0 -= (n_i * BLOCK_M - N) // _WS_ROWS * _WS_ROWS
     n_blocks = gl.cdiv(N, BLOCK_N)
     if IS_CAUSAL:  # up to the block that holds the tile's last row
+        m0 -= (n_i * BLOCK_M - N) // _WS_ROWS * _WS_ROWS
         n_blocks = gl.minimum(n_blocks, gl.cdiv(m0 + BLOCK_M, BLOCK_N))
     return zh, m0, n_blocks
 
