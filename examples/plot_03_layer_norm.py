@@ -32,6 +32,7 @@ from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
+    BWD_FLOAT32_CONFIGS,
     BWD_WIDE,
     BWD_WIDE_N,
     FWD_CONFIGS,
@@ -366,11 +367,19 @@ for n in (1024, 4096, 8192):
 # one of 1024, as the softmax forward holds it (see its lesson), bfloat16 layer norm's backward
 # lost its 208-byte register spill and still ran slower: 0.64 of the ceiling against 0.75 at
 # 16384 x 5120 (H200, triton 3.6, torch 2.11, 2026-11-24, one interleaved run). It keeps one tile.
+#
+# float32 rows of 512 to 4096 columns take tiles of half as many rows (``BWD_FLOAT32_CONFIGS``,
+# the last lines), so a tile holds as many bytes as the 16-bit one. In interleaved runs on an H200
+# (triton 3.6, torch 2.11, 2026-11-28) that was 0-14% faster from 512 to 2048 columns and 2-6% at
+# 4096, where two runs agreed.
 
 print("BLOCK_N up to  rows/tile  warps  stages (float16)")
 for block, rows_per_tile, warps in BWD_CONFIGS + ((BWD_WIDE_N, 1, BWD_WIDE[(False, 2)][0]),):
     stages = norm_config(M, block, "bwd", DEVICE).num_stages
     print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {stages:>7}")
+for block, (rows_per_tile, warps) in BWD_FLOAT32_CONFIGS.items():
+    stages = norm_config(M, block, "bwd", DEVICE, itemsize=4).num_stages
+    print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {stages:>7}  (float32)")
 
 # %%
 # Checking the gradients against float64 autograd through the reference: ``dx`` against the

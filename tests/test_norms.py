@@ -19,6 +19,7 @@ from tritonperf.kernels import _rows
 from tritonperf.kernels._rows import STAGED_VIEW
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
+    BWD_FLOAT32_CONFIGS,
     BWD_NUM_STAGES,
     BWD_SHARED_BYTES,
     BWD_TILED,
@@ -555,6 +556,14 @@ def test_default_configs(device):
             assert (f16.rows, f16.num_warps) == next((r, w) for b, r, w in FWD_CONFIGS if b >= block_n)
         else:
             assert f16.tiled
+    # ... and backward entries, tiles of the same bytes as the 16-bit ones; other lengths share the table.
+    for block_n, (rows, warps) in BWD_FLOAT32_CONFIGS.items():
+        f32, f16 = (norm_config(4096, block_n - 1, "bwd", device, itemsize=size) for size in (4, 2))
+        assert (f32.block_n, f32.rows, f32.num_warps) == (block_n, rows, warps)
+        assert f16.block_n == block_n and f16.rows * 2 == f32.rows * 4
+    for n in (256, 8192):
+        f32, f16 = (norm_config(4096, n, "bwd", device, itemsize=size) for size in (4, 2))
+        assert (f32.rows, f32.num_warps) == (f16.rows, f16.num_warps)
 
 
 def test_backward_stages_fit_shared_memory(device):

@@ -659,6 +659,22 @@ FWD_RELOAD_COLUMNS_PER_WARP = {2: 512}  # by bytes per element; float32 takes FW
 # against the previous table's (all at one stage): 4096 x 4096 0.65 (0.49), 4096 x 8192 0.75
 # (0.58), 16384 x 8192 0.90 (0.67), 4096 x 1024 0.27 (0.14).
 BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4, 8), (4096, 2, 8), (8192, 1, 8))
+# float32 rows of 512 to 4096 columns take tiles of half as many rows, in the same warps: the same
+# bytes a tile as the 16-bit entries. Interleaved on an NVIDIA H200 (triton 3.6, torch 2.11,
+# 2026-11-28, each variant's gradients checked against the default's), GB/s against the table's
+# entry: layer norm 4096 x 4096 3609 and 3603 against 3433 and 3416, 16384 x 4096 3899 and 3943
+# against 3755 and 3785, 4096 x 2048 3273 against 3255, 16384 x 2048 3803 against 3631, 4096 x
+# 1024 2947 and 2875 against 2857 and 2872, 16384 x 1024 3702 against 3490, 4096 x 512 2339
+# against 2171; RMS norm 4096 x 4096 3661 and 3663 against 3556 and 3456, 16384 x 4096 3881 and
+# 3950 against 3805 and 3864, 4096 x 1024 3090 and 3129 against 2706 and 2754, 16384 x 1024 3722
+# against 3547, 4096 x 2048 3348 against 3306, 16384 x 2048 3841 against 3694, 4096 x 512 2432
+# against 2330. At 256 columns it was mixed (layer norm, 16 rows in 4 warps: 4096 rows +6%, 16384
+# rows -2%) and is left out. The 16-bit entries held against the same changes (bfloat16): one row
+# of 4096 in 8 warps lost 16-17% to two (4096 x 4096, both norms), two rows in 16 warps 2%; at
+# 16384 x 5120, 16 warps lost 6% (layer norm) and 2% (RMS norm), 16 warps in two stages 40%, 4
+# warps 68%; at 4096 x 8192, 16 warps 2%.
+# block_n: (rows, num_warps)
+BWD_FLOAT32_CONFIGS = {512: (8, 4), 1024: (4, 4), 2048: (2, 8), 4096: (1, 8)}
 # Tried and not kept: a row that is not a power of two held as a tile and a tail tile
 # (_rows.head_and_tail, as the softmax forward does). Compiled for sm_90 (triton 3.6, 8 warps,
 # 5120 columns), layer norm's bfloat16 backward went from 255 registers and a 208-byte stack frame
@@ -917,8 +933,8 @@ def norm_config(
     """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
-    choice in interpreter mode): the tables ``FWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS`` first for
-    float32) and ``BWD_CONFIGS`` (then ``BWD_WIDE`` up to ``BWD_WIDE_N`` columns) when rows
+    choice in interpreter mode): the tables ``FWD_CONFIGS`` and ``BWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS``
+    and ``BWD_FLOAT32_CONFIGS`` first for float32; then ``BWD_WIDE`` up to ``BWD_WIDE_N`` columns) when rows
     fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
     little of their register block (``FWD_STREAMED``; ``FWD_STREAMED_FULL`` names lengths streamed
     though they fill it) and holds float32 rows of ``FWD_FLOAT32_LONG``
@@ -965,8 +981,9 @@ def norm_config(
     sms = runtime.sm_count(device)
     if block_n >= N:  # whole rows in registers
         default_rows, default_warps = next(((r, w) for b, r, w in table if b >= block_n), (1, wide_warps or table[-1][2]))
-        if direction == "fwd" and itemsize == 4:
-            default_rows, default_warps = FWD_FLOAT32_CONFIGS.get(block_n, (default_rows, default_warps))
+        if itemsize == 4:
+            float32_table = FWD_FLOAT32_CONFIGS if direction == "fwd" else BWD_FLOAT32_CONFIGS
+            default_rows, default_warps = float32_table.get(block_n, (default_rows, default_warps))
         rows = rows or default_rows
         if direction == "bwd":
             reload = block_n >= BWD_WIDE_N
