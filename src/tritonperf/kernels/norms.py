@@ -670,7 +670,7 @@ BWD_CONFIGS = ((128, 64, 4), (256, 32, 4), (512, 16, 4), (1024, 8, 4), (2048, 4,
 # against 3547, 4096 x 2048 3348 against 3306, 16384 x 2048 3841 against 3694, 4096 x 512 2432
 # against 2330. At 256 columns it was mixed (layer norm, 16 rows in 4 warps: 4096 rows +6%, 16384
 # rows -2%) and is left out. The 16-bit entries held against the same changes (bfloat16): one row
-# of 4096 in 8 warps lost 16-17% to two (4096 x 4096, both norms), two rows in 16 warps 2%; at
+# of 4096 in 8 warps lost 14-17% to two (4096 x 4096, both norms), two rows in 16 warps 1-2%; at
 # 16384 x 5120, 16 warps lost 6% (layer norm) and 2% (RMS norm), 16 warps in two stages 40%, 4
 # warps 68%; at 4096 x 8192, 16 warps 2%.
 # block_n: (rows, num_warps)
@@ -933,9 +933,9 @@ def norm_config(
     """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
 
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
-    choice in interpreter mode): the tables ``FWD_CONFIGS`` and ``BWD_CONFIGS`` (``FWD_FLOAT32_CONFIGS``
-    and ``BWD_FLOAT32_CONFIGS`` first for float32; then ``BWD_WIDE`` up to ``BWD_WIDE_N`` columns) when rows
-    fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
+    choice in interpreter mode): the tables ``FWD_CONFIGS`` and ``BWD_CONFIGS`` (then ``BWD_WIDE`` up
+    to ``BWD_WIDE_N`` columns), with ``FWD_FLOAT32_CONFIGS`` and ``BWD_FLOAT32_CONFIGS`` first for
+    float32, when rows fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
     little of their register block (``FWD_STREAMED``; ``FWD_STREAMED_FULL`` names lengths streamed
     though they fill it) and holds float32 rows of ``FWD_FLOAT32_LONG``
     columns. The forward launches one program per tile (a row, on the tiled path) unless
