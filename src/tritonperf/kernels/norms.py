@@ -711,6 +711,13 @@ BWD_FLOAT32_CONFIGS = {512: (8, 4), 1024: (4, 4), 2048: (2, 8), 4096: (1, 8)}
 #   bfloat16 4096 x 12288 2270 against 2111. In 8 warps two stages were 0.5-2% behind 16; in 32,
 #   14-22%. Three stages do not fit in shared memory. RMS norm lost 6-11% at two stages (16 or 32
 #   warps against its 32 at one).
+# - float32 layer norm held and read again stays behind its tiled path in 8, 16 and 32 warps too
+#   (H200, triton 3.6, torch 2.11, 2026-11-29, one interleaved run, gradients checked against the
+#   default's; fractions of the copy ceiling, tiled in parentheses): 4096 x 16384 0.532, 0.510,
+#   0.552 (0.555); 4096 x 12288 0.477, 0.467, 0.494 (0.533); 16384 x 16384 0.556, 0.536, 0.585
+#   (0.583). Its dbias sums are a second row of accumulators: compiled for sm_90 (triton 3.8), 8
+#   warps leave a 400-byte stack frame where RMS norm's leave 128. bfloat16 4096 x 16384 at one
+#   stage: 0.555, 0.579, 0.444 against 0.652 for the table's 16 warps in two stages.
 BWD_WIDE_N = 16384
 # (RMS, bytes per element): (num_warps, num_stages)
 BWD_WIDE = {(True, 2): (32, 1), (True, 4): (8, 1), (False, 2): (16, 2)}
