@@ -22,6 +22,7 @@ from tritonperf.kernels.norms import (
     BWD_FLOAT32_CONFIGS,
     BWD_NUM_STAGES,
     BWD_SHARED_BYTES,
+    BWD_STAGED,
     BWD_TILED,
     BWD_WIDE,
     BWD_WIDE_N,
@@ -201,7 +202,11 @@ def _check_forward_of(norm, x, params, **knobs):
 def _check_gradients(norm, shape, dtype, device, *, weight=True, bias=True, **knobs):
     x = random_tensor(shape, dtype, device)
     params = _params(norm, shape[-1], dtype, device, weight=weight, bias=bias)
-    dy = random_tensor(shape, dtype, device)
+    _check_gradients_of(norm, x, params, random_tensor(shape, dtype, device), **knobs)
+
+
+def _check_gradients_of(norm, x, params, dy, **knobs):
+    shape, dtype, device = x.shape, x.dtype, x.device
     present = [p for p in params if p is not None]
     leaves = [t.detach().requires_grad_() for t in (x, *present)]
     ref_leaves = [t.detach().double().requires_grad_() for t in leaves]
@@ -492,7 +497,90 @@ def test_staged_forward(norm, dtype):
     _check_forward_of(norm, x, _params(norm, FWD_STAGED_N[1], dtype, cuda))
 
 
+@gpu_only
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("norm", NORMS)
+def test_staged_backward(norm, dtype, monkeypatch, request):
+    # Rows of x and dy staged whole in shared memory on Hopper (BWD_STAGED): a chunk of a power of
+    # two of runs and one of 49 runs in 64 (the copy fills the rest with zeros), rows padded in
+    # memory, a large mean, several rows a program, with and without parameters, float32
+    # parameters of 16-bit inputs, one gradient of two. Then one, two and three rows in flight
+    # in 4 warps, each program's ring going round several times.
+    cuda = torch.device("cuda")
+    rms = norm == "rms_norm"
+    rows = 3 * runtime.sm_count(cuda) + 5
+    hopper = _rows.can_stage_rows(cuda, 1)
+    for cols in (16384, 49 * STAGED_VIEW):
+        cfg = norm_config(rows, cols, "bwd", cuda, itemsize=dtype.itemsize, rms=rms)
+        assert cfg.staged == hopper
+        # bfloat16 steps by 8 at 1000: most rows would be one value
+        shift = 100 if dtype == torch.bfloat16 else 1000
+        x = (shift + random_tensor((rows, cols + 64), torch.float32, cuda)).to(dtype)[:, :cols]
+        dy = random_tensor((rows, cols + 64), dtype, cuda)[:, :cols]
+        params = _params(norm, cols, dtype, cuda)
+        _check_gradients_of(norm, x, params, dy)
+        _check_gradients_of(norm, x, _params(norm, cols, dtype, cuda, weight=False, bias=False), dy)
+        if dtype != torch.float32:  # the same parameters in float32: the same sums, gradients in float32
+            ours = _backward_of(norm, x, params, dy)
+            wide = _backward_of(norm, x, [p.float() for p in params], dy)
+            assert torch.equal(ours[0], wide[0])
+            assert all(w.dtype == torch.float32 and torch.equal(w.to(dtype), g) for w, g in zip(wide[1:], ours[1:], strict=True))
+        if norm == "layer_norm":
+            _, mean, rstd = layer_norm_fwd(x, *params)
+            dx, dw, db = layer_norm_bwd(dy, x, *params, mean, rstd, grad_weight=False)
+            dx_all, _, db_all = layer_norm_bwd(dy, x, *params, mean, rstd)
+            # dbias alone is summed in other tiles (sum_partials_kernel's grid): the same up to rounding
+            assert dw is None and torch.equal(dx, dx_all)
+            assert_close(db, db_all, dtype)
+    monkeypatch.setattr(norms_module, "BWD_STAGED", {key: (256, 16384, 4, 3) for key in norms_module.BWD_STAGED})
+    norm_config.cache_clear()
+    request.addfinalizer(norm_config.cache_clear)
+    for cols, ring in ((4096, 3), (16384, 2 if dtype.itemsize == 2 else 1), (10 * STAGED_VIEW, 3)):
+        cfg = norm_config(rows, cols, "bwd", cuda, itemsize=dtype.itemsize, rms=rms)
+        assert cfg.staged == hopper and (not hopper or (cfg.num_stages, cfg.num_warps) == (ring, 4))
+        _check_gradients(norm, (rows, cols), dtype, cuda)
+    # Rows that do not start on 16 bytes take the other paths; the answer is the same.
+    x = random_tensor((rows, 4096 + 8), dtype, cuda)[:, 1:4097]
+    _check_gradients_of(norm, x, _params(norm, 4096, dtype, cuda), random_tensor((rows, 4096), dtype, cuda))
+
+
+def _backward_of(norm, x, params, dy):
+    # dx and the parameters' gradients from our launchers, the statistics from our forward.
+    if norm == "layer_norm":
+        _, mean, rstd = layer_norm_fwd(x, *params)
+        return layer_norm_bwd(dy, x, *params, mean, rstd)
+    _, rstd = rms_norm_fwd(x, *params)
+    return rms_norm_bwd(dy, x, *params, rstd)
+
+
 # -- configuration ---------------------------------------------------------------------------------
+def test_staged_backward_config(monkeypatch, request):
+    assert not norm_config(4096, 16384, "bwd", "cpu", itemsize=2).staged  # the CPU: no shared memory
+    # A stand-in for a Hopper GPU: 227 KB of shared memory a program.
+    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
+    norm_config.cache_clear()
+    request.addfinalizer(norm_config.cache_clear)
+    for (rms, itemsize), (fewest, most, warps, ring) in BWD_STAGED.items():
+        for n in (fewest + -fewest % STAGED_VIEW, most):
+            cfg = norm_config(4096, n, "bwd", "cpu", itemsize=itemsize, rms=rms)
+            # a chunk of a power of two of runs; as many rows in flight as fit with float32 weights
+            fits = max(r for r in range(1, ring + 1) if (2 * r * itemsize + 4) * cfg.block_n + 1024 <= 227 * 1024)
+            assert cfg.staged and (cfg.block_n, cfg.num_warps, cfg.num_stages, cfg.programs) == (
+                1 << (n - 1).bit_length(), warps, fits, 4)  # a program per SM
+        # Rows too short or too long, not a multiple of the runs, fewer rows than SMs, a knob, the
+        # forward, or allow_staged=False keep their paths.
+        for args, kwargs in [((4096, fewest - STAGED_VIEW), {}), ((4096, most + STAGED_VIEW), {}), ((4096, most - 8), {}),
+                             ((3, most), {}), ((4096, most), {"num_warps": 8}), ((4096, most), {"allow_staged": False})]:
+            assert not norm_config(*args, "bwd", "cpu", itemsize=itemsize, rms=rms, **kwargs).staged
+        assert not norm_config(4096, most, "fwd", "cpu", itemsize=itemsize, rms=False).staged
+    assert norm_config(4096, 16384, "bwd", "cpu", itemsize=2).num_stages == 2
+    assert norm_config(4096, 16384, "bwd", "cpu", itemsize=4).num_stages == 1
+    assert norm_config(4096, 8192, "bwd", "cpu", itemsize=4).num_stages == 3
+    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: False)  # nothing fits
+    norm_config.cache_clear()
+    assert not norm_config(4096, 16384, "bwd", "cpu", itemsize=2).staged
+
+
 def test_staged_forward_config(monkeypatch, request):
     n = FWD_STAGED_N[1]
     assert not norm_config(4096, n, "fwd", "cpu", itemsize=2, rms=True).staged  # the CPU: no shared memory
@@ -524,13 +612,14 @@ def test_default_configs(device):
         assert cfg.tiled and cfg.block_n < n and cfg.rows == (FWD_TILED if direction == "fwd" else BWD_TILED)[1]
     assert norm_config(3, 100, "bwd", device).programs <= 3  # never more programs than rows
     # The backward holds rows of up to BWD_WIDE_N columns for the BWD_WIDE cases, one to a
-    # program in the table's warps and stages, and reads each tile twice; float32 layer norm streams them.
+    # program in the table's warps and stages, and reads each tile twice; float32 layer norm streams
+    # them. (On Hopper, rows of 16384 are staged instead: test_staged_backward_config.)
     for n in (BWD_WIDE_N, 9000):
         for rms, itemsize in ((True, 2), (True, 4), (False, 2)):
-            cfg = norm_config(4096, n, "bwd", device, itemsize=itemsize, rms=rms)
+            cfg = norm_config(4096, n, "bwd", device, itemsize=itemsize, rms=rms, allow_staged=False)
             assert not cfg.tiled and (cfg.block_n, cfg.rows) == (BWD_WIDE_N, 1) and cfg.reload
             assert (cfg.num_warps, cfg.num_stages) == BWD_WIDE[(rms, itemsize)]
-        cfg = norm_config(4096, n, "bwd", device, itemsize=4)
+        cfg = norm_config(4096, n, "bwd", device, itemsize=4, allow_staged=False)
         assert cfg.tiled and not cfg.reload
     assert norm_config(4096, 2 * BWD_WIDE_N, "bwd", device, rms=True).tiled
     assert norm_config(97, 300, "bwd", device, itemsize=4, block_n=BWD_WIDE_N).reload  # forced wide: read twice too
@@ -562,7 +651,7 @@ def test_default_configs(device):
         assert (f32.block_n, f32.rows, f32.num_warps) == (block_n, rows, warps)
         assert f16.block_n == block_n and f16.rows * 2 == f32.rows * 4
     for n in (256, 8192):
-        f32, f16 = (norm_config(4096, n, "bwd", device, itemsize=size) for size in (4, 2))
+        f32, f16 = (norm_config(4096, n, "bwd", device, itemsize=size, allow_staged=False) for size in (4, 2))
         assert (f32.rows, f32.num_warps) == (f16.rows, f16.num_warps)
 
 

@@ -130,7 +130,7 @@ def launch(kernel, grid: tuple[int, ...], args: Sequence, consts: dict, num_warp
 #: A staged row is seen as runs of this many elements: a TMA block is at most 256 elements a side.
 STAGED_VIEW = 256
 _tma_load = getattr(gl_tma, "async_load", None) or gl_tma.async_copy_global_to_shared
-_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # named barrier from triton 3.8 on
+thread_barrier = getattr(gl, "thread_barrier", None) or gl.barrier  # named barrier from triton 3.8 on
 
 
 def chunk_elements(runs: int, itemsize: int) -> int:
@@ -250,7 +250,7 @@ def read_chunk(buf, c, layout):
 def release_chunk(x_desc, buf, ready, row, c, slot, n_rows):
     # Every warp has read slot `slot` for the last time: start copying chunk c of `row` into it.
     # (After the barrier and the fence, further slots read as long ago may go to stage_chunk.)
-    _barrier()
+    thread_barrier()
     fence_async_shared()  # the warps' reads come before the copy engine's write
     stage_chunk(x_desc, buf, ready, row, c, slot, n_rows)
 

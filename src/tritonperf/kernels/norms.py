@@ -14,9 +14,11 @@ otherwise. It saves ``mean`` and ``rstd`` (float32, one per row) for the backwar
 The backward pass runs a persistent grid: each program owns a contiguous group of rows, computes
 their ``dx``, and adds ``dy * x̂`` (for ``dweight``) and ``dy`` (for ``dbias``) into float32
 accumulators it keeps across its rows; it writes one partial row per program, and a small second
-kernel sums the partial rows. No program ever waits for another. Rows too long for registers split
-into column tiles: a first kernel writes each tile's share of the two row sums ``dx`` needs (and
-the weight gradients' partial rows), a second reads the rows again and writes ``dx``.
+kernel sums the partial rows. No program ever waits for another. On Hopper, rows of about 8192 to
+16384 columns are copied into shared memory instead, a few rows ahead, and read from there twice
+(for the row sums, then for ``dx``). Rows too long for either split into column tiles: a first
+kernel writes each tile's share of the two row sums ``dx`` needs (and the weight gradients'
+partial rows), a second reads the rows again and writes ``dx``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from .._intmath import cdiv, floor_power_of_2, next_power_of_2
 from ._rows import (
     STAGED_VIEW,
     aligned,
+    allocate_ring,
+    can_stage_rows,
     chunk_elements,
     chunk_layout,
     compile_key,
@@ -48,9 +52,11 @@ from ._rows import (
     read_chunk,
     release_chunk,
     row_align,
+    stage_chunk,
     stageable,
     staged_descriptor,
     staging_split,
+    thread_barrier,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -582,6 +588,92 @@ def norm_bwd_dx_kernel(
         tl.store(dx_ptr + rows[:, None] * stride_dx + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
+@gluon.jit
+def _staged_x_dy(buf, slot, w_smem, layout: gl.constexpr, HAS_W: gl.constexpr):
+    # A staged row's x, dy and w·dy in float32, read from its slots in shared memory (x in `slot`,
+    # dy in the next). Past N the copy left zeros in both.
+    x = read_chunk(buf, slot, layout)
+    dy = read_chunk(buf, slot + 1, layout)
+    if HAS_W:
+        wdy = dy * w_smem.load(layout).to(gl.float32)
+    else:
+        wdy = dy
+    return x, dy, wdy
+
+
+@gluon.jit
+def norm_bwd_staged_kernel(
+    x_desc, dy_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr, M, N, stride_dx,
+    RMS: gl.constexpr, HAS_W: gl.constexpr, DW: gl.constexpr, DB: gl.constexpr,
+    RING: gl.constexpr, WARPS: gl.constexpr,
+):
+    # Rows whose x and dy fit in shared memory, a row of each in one chunk (see _rows.py), RING
+    # rows at a time: a persistent grid of one program per SM, rows pid, pid + programs, ...
+    # The program's i-th row sits in slots 2 (i % RING) (x) and 2 (i % RING) + 1 (dy), copied
+    # there RING rows ahead. Pass 1 takes the two row sums; pass 2 reads the slots again, writes
+    # dx, adds the row's dy · x̂ and dy to the dweight and dbias sums held in registers, and hands
+    # the slots over to the copy of row i + RING. The weights sit in shared memory all along.
+    layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
+    pid = gl.program_id(0)
+    step = gl.num_programs(0)
+    buf, ready, offs = allocate_ring(x_desc, 2 * RING, layout)
+    for k in gl.static_range(RING):
+        stage_chunk(x_desc, buf, ready, pid + k * step, 0, 2 * k, M)
+        stage_chunk(dy_desc, buf, ready, pid + k * step, 0, 2 * k + 1, M)
+    col_mask = offs < N
+    if HAS_W:
+        w_smem = gl.allocate_shared_memory(w_ptr.dtype.element_ty, offs.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
+                                           gl.load(w_ptr + offs, mask=col_mask, other=0.0))
+    else:
+        w_smem = None
+    dw_acc = gl.zeros(offs.shape, gl.float32, layout)
+    db_acc = gl.zeros(offs.shape, gl.float32, layout)
+    i = 0
+    for row in range(pid, M, step):
+        slot = 2 * (i % RING)
+        phase = (i // RING) & 1
+        rstd = gl.load(rstd_ptr + row)
+        if RMS:
+            mean = 0.0
+        else:
+            mean = gl.load(mean_ptr + row)
+        mbarrier.wait(ready.index(slot), phase)
+        mbarrier.wait(ready.index(slot + 1), phase)
+        x, dy, wdy = _staged_x_dy(buf, slot, w_smem, layout, HAS_W)
+        # dx = rstd (w·dy - x̂ mean(x̂ w·dy) - mean(w·dy)) with x̂ = (x - mean) rstd, taken as
+        # rstd w·dy + a x̂ + b: two fused multiply-adds an element. The row sums leave rstd out
+        # and take layer norm's two in one reduction (one exchange across the warps). x̂ itself
+        # is not one multiply-add, x rstd - mean rstd: with a mean large against the spread, the
+        # rounding of mean rstd would swamp it.
+        if RMS:
+            s1 = gl.sum(gl.sum(x * wdy, axis=1), axis=0)
+            s2 = 0.0
+        else:
+            s1, s2 = gl.reduce(((x - mean) * wdy, wdy), 1, _add_pairs)
+            s1, s2 = gl.reduce((s1, s2), 0, _add_pairs)
+        a = -rstd * rstd * s1 / N
+        b = -rstd * s2 / N
+        # Read the slots again rather than keep pass 1's values: without the barrier the compiler
+        # merges the two reads, and the row stays in registers next to the weight sums.
+        thread_barrier()
+        x, dy, wdy = _staged_x_dy(buf, slot, w_smem, layout, HAS_W)
+        xhat = (x - mean) * rstd
+        dx = wdy * rstd + (xhat * a + b)
+        gl.store(dx_ptr + row.to(gl.int64) * stride_dx + offs, dx.to(dx_ptr.dtype.element_ty), mask=col_mask)
+        if DW:
+            dw_acc += dy * xhat
+        if DB:
+            db_acc += dy
+        release_chunk(x_desc, buf, ready, row + RING * step, 0, slot, M)
+        stage_chunk(dy_desc, buf, ready, row + RING * step, 0, slot + 1, M)
+        i += 1
+    part = pid.to(gl.int64) * N + offs
+    if DW:
+        gl.store(dw_part_ptr + part, dw_acc, mask=col_mask)
+    if DB:
+        gl.store(db_part_ptr + part, db_acc, mask=col_mask)
+
+
 @triton.jit
 def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr, ALIGN: tl.constexpr = 1):
     # Column sums of a float32 [S, P, N] buffer into an [S, N] output: axis 0 of the grid walks
@@ -742,6 +834,33 @@ BWD_WIDE = {(True, 2): (32, 1), (True, 4): (8, 1), (False, 2): (16, 2)}
 # the sweep), as far as two buffers of x and dy per extra stage fit this much shared memory.
 BWD_NUM_STAGES = 3
 BWD_SHARED_BYTES = 192 * 1024
+# On Hopper, with no knob given, the backward stages rows of x and dy in shared memory
+# (norm_bwd_staged_kernel) for the (RMS, bytes per element) cases of BWD_STAGED: rows of fewest to
+# most columns, a multiple of STAGED_VIEW, at least as many rows as SMs, in that many warps, up to
+# that many rows in flight (fewer where shared memory cannot take them and float32 weights).
+# Memory then sees each row once, and the registers hold only the weight sums. Interleaved H200
+# runs (triton 3.6, torch 2.11, 2026-11-29, gradients checked against the other path's), GB/s,
+# the path the tables above choose in parentheses:
+# - layer norm bfloat16 4096 x 16384 3202 and 3164 (2868, 2829), 16 warps 2809; float16 3337 and
+#   3312 (2934, 2940); float32 3484 (2347); bfloat16 16384 x 16384 3720 and 3712 (3105, 3141);
+#   float16 4096 x 12288 2841 (2470); float32 4096 x 8192 3798 with three rows in flight, 3701
+#   with two, 3472 with one (3589); float32 16384 x 16384 3716 (2500), 16384 x 8192 in two rows
+#   4025 (3942).
+# - RMS norm bfloat16 4096 x 16384 3756 (3479), 16 warps 3704 (3510); float16 in 16 warps 3755
+#   (3505), in 8 3580; float32 3860 (3576); float32 4096 x 8192 in two rows 3690 (3668).
+# - Shorter 16-bit rows lose: layer norm bfloat16 4096 x 8192 2767 (3423), 16384 x 5120 2088
+#   (3227), 4096 x 4096 1913 (3181). One program an SM spends a row's time on its two exchanges
+#   across warps and its barriers, and shorter rows have more of them a byte; the register path
+#   runs several programs an SM.
+# - Not kept: three 16-bit rows of 16384 in flight (which fit with 16-bit weights only), 3125
+#   against 3164; the weights in registers instead of shared memory, 5-24% slower; the weights in
+#   shared memory as float32, 8-15% slower in 16-bit (twice the bytes read from shared memory a
+#   row). The kernel's first form, which took x̂ in both passes and the two sums in two
+#   reductions, ran layer norm float32 4096 x 16384 at 2970 in 16 warps, against 3310 for the
+#   present one in the same warps.
+# (RMS, bytes per element): (fewest columns, most columns, num_warps, rows in flight)
+BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
+              (False, 4): (8192, 16384, 8, 3), (True, 4): (8192, 16384, 8, 3)}
 # Longer rows, streamed through tiles: (BLOCK_N, rows per tile, num_warps). Backward sweep, same
 # run: float16 4096 x 65536 0.57 of the ceiling (0.35 before the two-kernel split), 4096 x 16384 0.50
 # (0.43); that split reads x and dy twice, which caps it near 3/5 of the ceiling.
@@ -899,7 +1018,9 @@ class NormConfig:
         reload: register path: read each tile again, from cache, after each row reduction
             instead of holding it in registers across them.
         staged: RMS norm's forward: rows copied into shared memory (``FWD_STAGED_N``),
-            ``block_n`` elements a copy, one program per SM.
+            ``block_n`` elements a copy, one program per SM. The backward (``BWD_STAGED``): rows
+            of x and dy copied whole, ``block_n`` elements each, ``num_stages`` rows in flight, one
+            program per SM.
         held: staged: chunks of a row (its last) held in registers instead, where shared memory
             cannot take them all (see :func:`~tritonperf.kernels._rows.staging_split`).
     """
@@ -923,6 +1044,19 @@ def _power_of_two(name: str, value: int) -> None:
 def _positive(name: str, value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool) -> tuple[int, int, int] | None:
+    """``(block_n, num_warps, rows in flight)`` where the backward stages rows (``BWD_STAGED``), else None."""
+    rule = BWD_STAGED.get((rms, itemsize))
+    if rule is None or not rule[0] <= N <= rule[1] or N % STAGED_VIEW or M < runtime.sm_count(device):
+        return None
+    warps, ring = rule[2:]
+    block_n = next_power_of_2(N)  # a chunk of a power of two of runs; the copy fills the runs past N with zeros
+    # x and dy of each row in flight, and the weights, as float32 at most
+    while ring and not can_stage_rows(device, (2 * ring * itemsize + 4) * block_n):
+        ring -= 1
+    return (block_n, warps, ring) if ring else None
 
 
 def _fwd_streamed(N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
@@ -953,6 +1087,7 @@ def norm_config(
     programs: int | None = None,
     num_stages: int | None = None,
     rms: bool = False,
+    allow_staged: bool = True,
 ) -> NormConfig:
     """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
 
@@ -972,7 +1107,8 @@ def norm_config(
     tile read each row again after each reduction (``reload``) in the forward for the
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
     On a Hopper GPU, with no knob given, RMS norm's forward stages rows of ``FWD_STAGED_N``
-    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_split`).
+    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_split`),
+    and the backward those of ``BWD_STAGED``, unless ``allow_staged`` is False.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -989,6 +1125,10 @@ def norm_config(
     if staging:
         return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True,
                           held=staging[1])
+    bwd_staging = _bwd_staging(device, M, N, itemsize, rms) if direction == "bwd" and allow_staged and not pinned else None
+    if bwd_staging:
+        block_n, warps, ring = bwd_staging
+        return NormConfig(block_n, 1, warps, runtime.sm_count(device), num_stages=ring, staged=True)
     if direction == "fwd":
         table, tiled_default = FWD_CONFIGS, FWD_TILED
     else:
@@ -1159,6 +1299,18 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     x2, dy2, dx2 = _as_rows(x, n), _as_rows(dy, n), dx.view(-1, n)
     w = weight.contiguous() if weight is not None else x2
     stats = mean if mean is not None else rstd
+    if cfg.staged and stageable(x2) and stageable(dy2):
+        partials = torch.empty((len(sums), cfg.programs, n), dtype=torch.float32, device=x.device)
+        runs = cfg.block_n // STAGED_VIEW
+        norm_bwd_staged_kernel[(cfg.programs,)](
+            staged_descriptor(x2, runs), staged_descriptor(dy2, runs), dx2, w, stats, rstd,
+            partials[0] if dw is not None else partials, partials[-1] if db is not None else partials,
+            m, n, dx2.stride(0), RMS=rms, HAS_W=weight is not None, DW=dw is not None, DB=db is not None,
+            RING=cfg.num_stages, WARPS=cfg.num_warps, num_warps=cfg.num_warps)
+        _sum_partials(partials, grads, cfg.programs, n)
+        return dx, dw, db
+    if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the default of the other paths
+        cfg = norm_config(m, n, "bwd", x.device, **sizes, allow_staged=False)
     consts = {"RMS": rms, "HAS_W": weight is not None, "DW": dw is not None, "DB": db is not None,
               "ROWS": cfg.rows, "BLOCK_N": cfg.block_n, "NUM_STAGES": cfg.num_stages,
               "ALIGN": row_align(n, x2.stride(0), dy2.stride(0), dx2.stride(0))}
@@ -1194,13 +1346,19 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
                {"RMS": rms, "HAS_W": weight is not None, "ROWS": cfg.rows, "BLOCK_N": cfg.block_n,
                 "TILES": next_power_of_2(n_tiles), "NUM_STAGES": cfg.num_stages, "ALIGN": consts["ALIGN"]},
                cfg.num_warps, fit=fit)
+    _sum_partials(partials, grads, programs, n)
+    return dx, dw, db
+
+
+def _sum_partials(partials: torch.Tensor, grads: torch.Tensor, programs: int, n: int) -> None:
+    """dweight and dbias (the rows of ``grads``): the column sums of ``partials``, ``[S, programs, n]``."""
+    sums = grads.shape[0]
     if sums:
-        sms = runtime.sm_count(x.device)
-        block_c = max(SUM_MIN_BLOCK_C, min(SUM_BLOCK_C, next_power_of_2(cdiv(n * len(sums), SUM_PROGRAMS_PER_SM * sms))))
-        grid = (cdiv(n, block_c), len(sums))
+        sms = runtime.sm_count(grads.device)
+        block_c = max(SUM_MIN_BLOCK_C, min(SUM_BLOCK_C, next_power_of_2(cdiv(n * sums, SUM_PROGRAMS_PER_SM * sms))))
+        grid = (cdiv(n, block_c), sums)
         sum_partials_kernel[grid](partials, grads, programs, n, BLOCK_P=SUM_BLOCK_P, BLOCK_C=block_c, ALIGN=row_align(n),
                                   num_warps=SUM_WARPS, num_stages=SUM_STAGES)
-    return dx, dw, db
 
 
 def _check_bwd(dy, x, params, mean, rstd, dx):
