@@ -838,26 +838,31 @@ BWD_SHARED_BYTES = 192 * 1024
 # (norm_bwd_staged_kernel) for the (RMS, bytes per element) cases of BWD_STAGED: rows of fewest to
 # most columns, a multiple of STAGED_VIEW, at least as many rows as SMs, in that many warps, up to
 # that many rows in flight (fewer where shared memory cannot take them and float32 weights).
-# Memory then sees each row once, and the registers hold only the weight sums. Interleaved H200
-# runs (triton 3.6, torch 2.11, 2026-11-29, gradients checked against the other path's), GB/s,
-# the path the tables above choose in parentheses:
-# - layer norm bfloat16 4096 x 16384 3202 and 3164 (2868, 2829), 16 warps 2809; float16 3337 and
-#   3312 (2934, 2940); float32 3484 (2347); bfloat16 16384 x 16384 3720 and 3712 (3105, 3141);
-#   float16 4096 x 12288 2841 (2470); float32 4096 x 8192 3798 with three rows in flight, 3701
-#   with two, 3472 with one (3589); float32 16384 x 16384 3716 (2500), 16384 x 8192 in two rows
-#   4025 (3942).
-# - RMS norm bfloat16 4096 x 16384 3756 (3479), 16 warps 3704 (3510); float16 in 16 warps 3755
-#   (3505), in 8 3580; float32 3860 (3576); float32 4096 x 8192 in two rows 3690 (3668).
+# Memory then sees each row once, and the registers hold only the weight sums. The table, as
+# committed, against the paths the tables above choose (in parentheses), in GB/s, interleaved on
+# an H200 (triton 3.6, torch 2.11, 2026-11-29, seven rounds): layer norm 4096 x 16384 bfloat16
+# 3197 (2815), float16 3225 (2901), float32 3528 (2366); float16 16384 x 16384 3816 (3276);
+# float32 4096 x 8192 3761 (3573), 16384 x 8192 4004 (3939); RMS norm 4096 x 16384 bfloat16
+# 3762 (3488), float16 3739 (3519), float32 3800 (3555); float32 4096 x 8192 3686 (3667),
+# 16384 x 8192 3980 (3937). How the entries were chosen (earlier runs the same day, gradients
+# checked against the other path's):
+# - 8 warps against 16: layer norm bfloat16 4096 x 16384 3202 against 2809; RMS norm bfloat16
+#   3732 against 3704, float16 3580 against 3755 (and 3556 against 3617 in another run).
+#   float32 layer norm 4096 x 8192: three rows in flight 3798, two 3701, one 3472 (3589).
+#   Three 16-bit rows of 16384 in flight (which fit only beside 16-bit weights): 3125 against 3164.
 # - Shorter 16-bit rows lose: layer norm bfloat16 4096 x 8192 2767 (3423), 16384 x 5120 2088
-#   (3227), 4096 x 4096 1913 (3181). One program an SM spends a row's time on its two exchanges
+#   (3227), 4096 x 4096 1913 (3181). One program an SM spends a row's time on its exchanges
 #   across warps and its barriers, and shorter rows have more of them a byte; the register path
 #   runs several programs an SM.
-# - Not kept: three 16-bit rows of 16384 in flight (which fit with 16-bit weights only), 3125
-#   against 3164; the weights in registers instead of shared memory, 5-24% slower; the weights in
+# - Not kept: the weights in registers instead of shared memory, 5-24% slower; the weights in
 #   shared memory as float32, 8-15% slower in 16-bit (twice the bytes read from shared memory a
 #   row). The kernel's first form, which took x̂ in both passes and the two sums in two
-#   reductions, ran layer norm float32 4096 x 16384 at 2970 in 16 warps, against 3310 for the
-#   present one in the same warps.
+#   reductions, ran float32 layer norm 4096 x 16384 at 2970 in 16 warps, 3310 in its present
+#   form in the same warps.
+# What still limits 16-bit layer norm (Nsight Compute, bfloat16 4096 x 16384, one launch): 255
+# registers a thread in 8 warps (its dweight and dbias sums alone take 128), 12% occupancy,
+# 0.55 warps issued per scheduler a cycle, DRAM throughput 59% of peak; RMS norm in 16 warps,
+# 120 registers, 71%.
 # (RMS, bytes per element): (fewest columns, most columns, num_warps, rows in flight)
 BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
               (False, 4): (8192, 16384, 8, 3), (True, 4): (8192, 16384, 8, 3)}
