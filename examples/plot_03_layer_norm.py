@@ -403,7 +403,8 @@ for block, (rows_per_tile, warps) in BWD_FLOAT32_CONFIGS.items():
     print(f"{block:>13} {rows_per_tile:>10} {warps:>6} {stages:>7}  (float32)")
 print("\nstaged on Hopper: columns, warps, rows in flight")
 for (rms, itemsize), (fewest, most, warps, ring) in BWD_STAGED.items():
-    print(f"{'RMS norm' if rms else 'layer norm':>10}, {'16-bit' if itemsize == 2 else 'float32'} rows: {fewest}-{most}, {warps}, up to {ring}")
+    kind = "16-bit" if itemsize == 2 else "float32"
+    print(f"{'RMS norm' if rms else 'layer norm':>10}, {kind} rows: {fewest}-{most}, {warps}, up to {ring}")
 
 # %%
 # Checking the gradients against float64 autograd through the reference: ``dx`` against the
