@@ -380,9 +380,10 @@ for n in (1024, 4096, 8192):
 # float32; RMS norm gained 6-8%. Shorter 16-bit rows lose (bfloat16 4096 x 8192: 2767 against
 # 3423 in an earlier run): a single program per SM waits on each row's exchanges across warps,
 # where the register path runs several programs that cover for one another. 16-bit layer norm
-# still stops near 0.75 of the copy ceiling. In 8 warps its two accumulators alone take 128
-# registers a thread, the SM runs only those 8 warps, and Nsight Compute shows the DRAM busy 59%
-# of the time (RMS norm, with one accumulator, in 16 warps: 71%).
+# still stops near 0.75 of the copy ceiling, and Nsight Compute shows the DRAM busy 59% of the
+# time (RMS norm: 71%). In 8 warps its two accumulators alone take 128 registers a thread, yet
+# freeing them did not help: with the ``db`` sums in shared memory instead, read and written
+# back for every row, it ran 12-14% slower.
 #
 # A row of 5120 columns sits in a tile of 8192 with 3072 lanes masked. Held as a tile of 4096 and
 # one of 1024, as the softmax forward holds it (see its lesson), bfloat16 layer norm's backward

@@ -858,11 +858,15 @@ BWD_SHARED_BYTES = 192 * 1024
 #   shared memory as float32, 8-15% slower in 16-bit (twice the bytes read from shared memory a
 #   row). The kernel's first form, which took x̂ in both passes and the two sums in two
 #   reductions, ran float32 layer norm 4096 x 16384 at 2970 in 16 warps, 3310 in its present
-#   form in the same warps.
+#   form in the same warps. The dbias sums in shared memory (a third of the registers freed,
+#   read and written back each row), layer norm in two rows of 16-bit weights, seven rounds:
+#   bfloat16 4096 x 16384 2845 in 8 warps, 2789 in 16, against 3232 in registers in 8 (2744 in
+#   16); float16 2915 and 2872 against 3260 (2936); bfloat16 16384 x 16384 3286 and 3183
+#   against 3808 (3112).
 # What still limits 16-bit layer norm (Nsight Compute, bfloat16 4096 x 16384, one launch): 255
 # registers a thread in 8 warps (its dweight and dbias sums alone take 128), 12% occupancy,
 # 0.55 warps issued per scheduler a cycle, DRAM throughput 59% of peak; RMS norm in 16 warps,
-# 120 registers, 71%.
+# 120 registers, 71%. Freeing registers did not help (the dbias sums in shared memory, above).
 # (RMS, bytes per element): (fewest columns, most columns, num_warps, rows in flight)
 BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
               (False, 4): (8192, 16384, 8, 3), (True, 4): (8192, 16384, 8, 3)}
