@@ -16,9 +16,11 @@ their ``dx``, and adds ``dy * x̂`` (for ``dweight``) and ``dy`` (for ``dbias``)
 accumulators it keeps across its rows; it writes one partial row per program, and a small second
 kernel sums the partial rows. No program ever waits for another. On Hopper, rows of about 8192 to
 16384 columns are copied into shared memory instead, a few rows ahead, and read from there twice
-(for the row sums, then for ``dx``). Rows too long for either split into column tiles: a first
-kernel writes each tile's share of the two row sums ``dx`` needs (and the weight gradients'
-partial rows), a second reads the rows again and writes ``dx``.
+(for the row sums, then for ``dx``); longer rows, up to 65536 columns, are shared out in chunks
+among a group of programs that trade their shares of the row sums. Elsewhere, rows too long for
+registers split into column tiles: a first kernel writes each tile's share of the two row sums
+``dx`` needs (and the weight gradients' partial rows), a second reads the rows again and writes
+``dx``.
 """
 
 from __future__ import annotations
@@ -602,34 +604,104 @@ def _staged_x_dy(buf, slot, w_smem, layout: gl.constexpr, HAS_W: gl.constexpr):
 
 
 @gluon.jit
+def _staged_row_sums(buf, slot, w_smem, mean, layout: gl.constexpr, RMS: gl.constexpr, HAS_W: gl.constexpr):
+    # Pass 1 over a staged row (or part of one): the sums of (x - mean) w·dy and of w·dy, layer
+    # norm's two in one reduction (one exchange across the warps).
+    x, dy, wdy = _staged_x_dy(buf, slot, w_smem, layout, HAS_W)
+    if RMS:
+        s1 = gl.sum(gl.sum(x * wdy, axis=1), axis=0)
+        s2 = 0.0
+    else:
+        s1, s2 = gl.reduce(((x - mean) * wdy, wdy), 1, _add_pairs)
+        s1, s2 = gl.reduce((s1, s2), 0, _add_pairs)
+    return s1, s2
+
+
+@gluon.jit
+def _gather_row_sums(sums_ptr, count_ptr, row, SPLIT: gl.constexpr):
+    # A split row's two sums: wait until all SPLIT programs of the row have published their
+    # shares (the counter), then add the shares up, read from L2 (not the SM's own cache).
+    seen = gl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+    while seen < SPLIT:
+        seen = gl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
+    first = sums_ptr + row.to(gl.int64) * SPLIT * 2
+    s1 = 0.0
+    s2 = 0.0
+    for k in gl.static_range(SPLIT):
+        s1 += gl.load(first + 2 * k, cache_modifier=".cg")
+        s2 += gl.load(first + 2 * k + 1, cache_modifier=".cg")
+    return s1, s2
+
+
+@gluon.jit
+def _staged_row_out(x_desc, dy_desc, buf, ready, slot, w_smem, dx_ptr, row, next_row, part, mean, rstd, s1, s2,
+                    dw_acc, db_acc, cols, col_mask, M, N, stride_dx, layout: gl.constexpr,
+                    HAS_W: gl.constexpr, DW: gl.constexpr, DB: gl.constexpr):
+    # Pass 2: read the slots again, write dx, add the row's dy · x̂ and dy to the weight sums, and
+    # hand the slots over to the copy of `next_row`.
+    # dx = rstd (w·dy - x̂ mean(x̂ w·dy) - mean(w·dy)) with x̂ = (x - mean) rstd, taken as
+    # rstd w·dy + a x̂ + b: two fused multiply-adds an element. x̂ itself is not one multiply-add,
+    # x rstd - mean rstd: with a mean large against the spread, the rounding of mean rstd would
+    # swamp it.
+    a = -rstd * rstd * s1 / N
+    b = -rstd * s2 / N
+    x, dy, wdy = _staged_x_dy(buf, slot, w_smem, layout, HAS_W)
+    xhat = (x - mean) * rstd
+    dx = wdy * rstd + (xhat * a + b)
+    gl.store(dx_ptr + row.to(gl.int64) * stride_dx + cols, dx.to(dx_ptr.dtype.element_ty), mask=col_mask)
+    if DW:
+        dw_acc += dy * xhat
+    if DB:
+        db_acc += dy
+    release_chunk(x_desc, buf, ready, next_row, part, slot, M)
+    stage_chunk(dy_desc, buf, ready, next_row, part, slot + 1, M)
+    return dw_acc, db_acc
+
+
+@gluon.jit
 def norm_bwd_staged_kernel(
-    x_desc, dy_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr, M, N, stride_dx,
+    x_desc, dy_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr, sums_ptr, count_ptr,
+    M, N, stride_dx,
     RMS: gl.constexpr, HAS_W: gl.constexpr, DW: gl.constexpr, DB: gl.constexpr,
-    RING: gl.constexpr, WARPS: gl.constexpr,
+    RING: gl.constexpr, SPLIT: gl.constexpr, WARPS: gl.constexpr,
 ):
-    # Rows whose x and dy fit in shared memory, a row of each in one chunk (see _rows.py), RING
-    # rows at a time: a persistent grid of one program per SM, rows pid, pid + programs, ...
-    # The program's i-th row sits in slots 2 (i % RING) (x) and 2 (i % RING) + 1 (dy), copied
-    # there RING rows ahead. Pass 1 takes the two row sums; pass 2 reads the slots again, writes
-    # dx, adds the row's dy · x̂ and dy to the dweight and dbias sums held in registers, and hands
-    # the slots over to the copy of row i + RING. The weights sit in shared memory all along.
+    # Rows of x and dy staged in shared memory, a chunk of each a row (see _rows.py), RING rows at
+    # a time, in a persistent grid of one program per SM. With SPLIT > 1 a row is SPLIT chunks,
+    # each taken by one of SPLIT programs: program pid takes chunk pid % SPLIT of rows
+    # pid // SPLIT, + groups, ... (groups = programs / SPLIT); otherwise rows pid, pid + programs, ...
+    # The program's i-th row sits in slots 2 (i % RING) (x) and 2 (i % RING) + 1 (dy), copied there
+    # RING rows ahead. Pass 1 takes the row sums; pass 2 reads the slots again, writes dx, adds the
+    # row's dy · x̂ and dy to the dweight and dbias sums held in registers, and hands the slots over
+    # to the copy of row i + RING. The weights sit in shared memory all along.
+    # A split row's programs publish their shares of the sums (sums_ptr, then count_ptr) and each
+    # waits for the others'. The launch is cooperative, so every program runs at once and the wait
+    # ends. Each program runs pass 2 of a row after pass 1 of the next, so that the wait overlaps
+    # the next row's work.
+    CHUNK: gl.constexpr = x_desc.block_type.shape[1] * x_desc.block_type.shape[2]
     layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
     pid = gl.program_id(0)
-    step = gl.num_programs(0)
+    part = pid % SPLIT
+    first_row = pid // SPLIT
+    step = gl.num_programs(0) // SPLIT
     buf, ready, offs = allocate_ring(x_desc, 2 * RING, layout)
     for k in gl.static_range(RING):
-        stage_chunk(x_desc, buf, ready, pid + k * step, 0, 2 * k, M)
-        stage_chunk(dy_desc, buf, ready, pid + k * step, 0, 2 * k + 1, M)
-    col_mask = offs < N
+        stage_chunk(x_desc, buf, ready, first_row + k * step, part, 2 * k, M)
+        stage_chunk(dy_desc, buf, ready, first_row + k * step, part, 2 * k + 1, M)
+    cols = part * CHUNK + offs
+    col_mask = cols < N
     if HAS_W:
         w_smem = gl.allocate_shared_memory(w_ptr.dtype.element_ty, offs.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
-                                           gl.load(w_ptr + offs, mask=col_mask, other=0.0))
+                                           gl.load(w_ptr + cols, mask=col_mask, other=0.0))
     else:
         w_smem = None
     dw_acc = gl.zeros(offs.shape, gl.float32, layout)
     db_acc = gl.zeros(offs.shape, gl.float32, layout)
     i = 0
-    for row in range(pid, M, step):
+    prev_row = first_row
+    prev_slot = 0
+    prev_mean = 0.0
+    prev_rstd = 0.0
+    for row in range(first_row, M, step):
         slot = 2 * (i % RING)
         phase = (i // RING) & 1
         rstd = gl.load(rstd_ptr + row)
@@ -639,39 +711,41 @@ def norm_bwd_staged_kernel(
             mean = gl.load(mean_ptr + row)
         mbarrier.wait(ready.index(slot), phase)
         mbarrier.wait(ready.index(slot + 1), phase)
-        x, dy, wdy = _staged_x_dy(buf, slot, w_smem, layout, HAS_W)
-        # dx = rstd (w·dy - x̂ mean(x̂ w·dy) - mean(w·dy)) with x̂ = (x - mean) rstd, taken as
-        # rstd w·dy + a x̂ + b: two fused multiply-adds an element. The row sums leave rstd out
-        # and take layer norm's two in one reduction (one exchange across the warps). x̂ itself
-        # is not one multiply-add, x rstd - mean rstd: with a mean large against the spread, the
-        # rounding of mean rstd would swamp it.
-        if RMS:
-            s1 = gl.sum(gl.sum(x * wdy, axis=1), axis=0)
-            s2 = 0.0
+        s1, s2 = _staged_row_sums(buf, slot, w_smem, mean, layout, RMS, HAS_W)
+        if SPLIT == 1:
+            # Read the slots again rather than keep pass 1's values: without the barrier the
+            # compiler merges the two reads, and the row stays in registers next to the weight sums.
+            thread_barrier()
+            dw_acc, db_acc = _staged_row_out(x_desc, dy_desc, buf, ready, slot, w_smem, dx_ptr, row, row + RING * step,
+                                             part, mean, rstd, s1, s2, dw_acc, db_acc, cols, col_mask, M, N, stride_dx,
+                                             layout, HAS_W, DW, DB)
         else:
-            s1, s2 = gl.reduce(((x - mean) * wdy, wdy), 1, _add_pairs)
-            s1, s2 = gl.reduce((s1, s2), 0, _add_pairs)
-        a = -rstd * rstd * s1 / N
-        b = -rstd * s2 / N
-        # Read the slots again rather than keep pass 1's values: without the barrier the compiler
-        # merges the two reads, and the row stays in registers next to the weight sums.
-        thread_barrier()
-        x, dy, wdy = _staged_x_dy(buf, slot, w_smem, layout, HAS_W)
-        xhat = (x - mean) * rstd
-        dx = wdy * rstd + (xhat * a + b)
-        gl.store(dx_ptr + row.to(gl.int64) * stride_dx + offs, dx.to(dx_ptr.dtype.element_ty), mask=col_mask)
-        if DW:
-            dw_acc += dy * xhat
-        if DB:
-            db_acc += dy
-        release_chunk(x_desc, buf, ready, row + RING * step, 0, slot, M)
-        stage_chunk(dy_desc, buf, ready, row + RING * step, 0, slot + 1, M)
+            share = sums_ptr + (row.to(gl.int64) * SPLIT + part) * 2
+            gl.store(share, s1)
+            gl.store(share + 1, s2)
+            thread_barrier()  # every warp's stores before the release
+            gl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+            if i > 0:
+                s1, s2 = _gather_row_sums(sums_ptr, count_ptr, prev_row, SPLIT)
+                dw_acc, db_acc = _staged_row_out(x_desc, dy_desc, buf, ready, prev_slot, w_smem, dx_ptr, prev_row,
+                                                 prev_row + RING * step, part, prev_mean, prev_rstd, s1, s2, dw_acc,
+                                                 db_acc, cols, col_mask, M, N, stride_dx, layout, HAS_W, DW, DB)
+            prev_row = row
+            prev_slot = slot
+            prev_mean = mean
+            prev_rstd = rstd
         i += 1
-    part = pid.to(gl.int64) * N + offs
+    if SPLIT > 1:
+        if i > 0:  # the last row's pass 2
+            s1, s2 = _gather_row_sums(sums_ptr, count_ptr, prev_row, SPLIT)
+            dw_acc, db_acc = _staged_row_out(x_desc, dy_desc, buf, ready, prev_slot, w_smem, dx_ptr, prev_row,
+                                             prev_row + RING * step, part, prev_mean, prev_rstd, s1, s2, dw_acc,
+                                             db_acc, cols, col_mask, M, N, stride_dx, layout, HAS_W, DW, DB)
+    out = first_row.to(gl.int64) * N + cols
     if DW:
-        gl.store(dw_part_ptr + part, dw_acc, mask=col_mask)
+        gl.store(dw_part_ptr + out, dw_acc, mask=col_mask)
     if DB:
-        gl.store(db_part_ptr + part, db_acc, mask=col_mask)
+        gl.store(db_part_ptr + out, db_acc, mask=col_mask)
 
 
 @triton.jit
@@ -870,6 +944,26 @@ BWD_SHARED_BYTES = 192 * 1024
 # (RMS, bytes per element): (fewest columns, most columns, num_warps, rows in flight)
 BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
               (False, 4): (8192, 16384, 8, 3), (True, 4): (8192, 16384, 8, 3)}
+# Rows longer than BWD_STAGED's, up to BWD_SPLIT's most columns, are staged too, each split into
+# chunks of that many columns, one per program (NormConfig.split): a group of programs shares each
+# row, and they trade their shares of the row sums through global memory (norm_bwd_staged_kernel).
+# Unlike the banded one-kernel attempt described below, the copies of later rows are in flight
+# while a program waits, and the wait itself overlaps the next row's first pass. As committed,
+# against the tiled path, interleaved on an H200 (triton 3.6, torch 2.11, 2026-11-29, 4096 x
+# 65536, weights in x's dtype, five rounds, GB/s): layer norm bfloat16 3041 against 2430, float16
+# 3126 against 2446, float32 3361 against 2518; RMS norm bfloat16 3288 against 2493, float16 3343
+# against 2480, float32 3529 against 2541. The probes before it (same GPU and day, gradients
+# checked against the tiled path's; GB/s and fraction of the copy ceiling, the tiled path in
+# parentheses): with each program's pass 2 of a row after its pass 1 of the next, in 8 warps,
+# three rows in flight, layer norm bfloat16 3056, 0.72 (2406, 0.57), float16 3109, 0.73 (2423,
+# 0.57), float32 in chunks of 8192 3351, 0.79 (2475, 0.58); RMS norm bfloat16 3295, 0.78 (2468,
+# 0.58), float32 3568, 0.84 (2510, 0.59); RMS norm bfloat16 16384 x 65536 3351, 0.79 (2504, 0.59).
+# 16 warps: layer norm bfloat16 3016, RMS norm 3118. Waiting for each row's sums before its pass
+# 2, two rows in flight: layer norm bfloat16 2856-2869, RMS norm 3042-3043, float32 in chunks of
+# 8192 2823-2857 and 2970; 16-bit rows in chunks of 8192, three rows in flight, 1676 and 1732.
+# (RMS, bytes per element): (most columns, columns a chunk, num_warps, rows in flight)
+BWD_SPLIT = {(False, 2): (65536, 16384, 8, 3), (True, 2): (65536, 16384, 8, 3),
+             (False, 4): (65536, 8192, 8, 3), (True, 4): (65536, 8192, 8, 3)}
 # Longer rows, streamed through tiles: (BLOCK_N, rows per tile, num_warps). Backward sweep, same
 # run: float16 4096 x 65536 0.57 of the ceiling (0.35 before the two-kernel split), 4096 x 16384 0.50
 # (0.43); that split reads x and dy twice, which caps it near 3/5 of the ceiling.
@@ -1042,6 +1136,8 @@ class NormConfig:
             program per SM.
         held: staged: chunks of a row (its last) held in registers instead, where shared memory
             cannot take them all (see :func:`~tritonperf.kernels._rows.staging_split`).
+        split: the staged backward: programs that share each row, a chunk of ``block_n`` columns
+            each (``BWD_SPLIT``); ``programs`` is a multiple of it.
     """
 
     block_n: int
@@ -1053,6 +1149,7 @@ class NormConfig:
     reload: bool = False
     staged: bool = False
     held: int = 0
+    split: int = 1
 
 
 def _power_of_two(name: str, value: int) -> None:
@@ -1065,17 +1162,24 @@ def _positive(name: str, value: int) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool) -> tuple[int, int, int] | None:
-    """``(block_n, num_warps, rows in flight)`` where the backward stages rows (``BWD_STAGED``), else None."""
-    rule = BWD_STAGED.get((rms, itemsize))
-    if rule is None or not rule[0] <= N <= rule[1] or N % STAGED_VIEW or M < runtime.sm_count(device):
+def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool, weight_itemsize: int) -> tuple[int, int, int, int] | None:
+    """``(block_n, num_warps, rows in flight, split)`` where the backward stages rows (``BWD_STAGED``,
+    ``BWD_SPLIT``), else None."""
+    whole, split_rule = BWD_STAGED.get((rms, itemsize)), BWD_SPLIT.get((rms, itemsize))
+    if whole is None or N < whole[0] or N % STAGED_VIEW or M < runtime.sm_count(device):
         return None
-    warps, ring = rule[2:]
-    block_n = next_power_of_2(N)  # a chunk of a power of two of runs; the copy fills the runs past N with zeros
-    # x and dy of each row in flight, and the weights, as float32 at most
-    while ring and not can_stage_rows(device, (2 * ring * itemsize + 4) * block_n):
+    if N <= whole[1]:  # a chunk of a power of two of runs; the copy fills the runs past N with zeros
+        block_n, split, (warps, ring) = next_power_of_2(N), 1, whole[2:]
+    elif split_rule is not None and N <= split_rule[0] and cdiv(N, split_rule[1]) <= runtime.sm_count(device):
+        block_n, warps, ring = split_rule[1:]
+        split = cdiv(N, block_n)
+    else:
+        return None
+    # x and dy of each row in flight, and the weights
+    while ring and not can_stage_rows(device, (2 * ring * itemsize + weight_itemsize) * block_n):
         ring -= 1
-    return (block_n, warps, ring) if ring else None
+    # A split row's pass 2 runs after the next row's pass 1: two rows at least.
+    return (block_n, warps, ring, split) if ring >= (1 if split == 1 else 2) else None
 
 
 def _fwd_streamed(N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
@@ -1107,6 +1211,7 @@ def norm_config(
     num_stages: int | None = None,
     rms: bool = False,
     allow_staged: bool = True,
+    weight_itemsize: int = 4,
 ) -> NormConfig:
     """The launch configuration for ``M`` rows of ``N`` columns; explicit arguments override the defaults.
 
@@ -1127,7 +1232,9 @@ def norm_config(
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
     On a Hopper GPU, with no knob given, RMS norm's forward stages rows of ``FWD_STAGED_N``
     columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_split`),
-    and the backward those of ``BWD_STAGED``, unless ``allow_staged`` is False.
+    and the backward those of ``BWD_STAGED`` (longer ones, up to ``BWD_SPLIT``, split over several
+    programs), unless ``allow_staged`` is False. ``weight_itemsize`` is the bytes per element of the
+    weights (0: none), which the staged backward keeps in shared memory.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -1144,10 +1251,12 @@ def norm_config(
     if staging:
         return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True,
                           held=staging[1])
-    bwd_staging = _bwd_staging(device, M, N, itemsize, rms) if direction == "bwd" and allow_staged and not pinned else None
+    bwd_staging = (_bwd_staging(device, M, N, itemsize, rms, weight_itemsize)
+                   if direction == "bwd" and allow_staged and not pinned else None)
     if bwd_staging:
-        block_n, warps, ring = bwd_staging
-        return NormConfig(block_n, 1, warps, runtime.sm_count(device), num_stages=ring, staged=True)
+        block_n, warps, ring, split = bwd_staging
+        return NormConfig(block_n, 1, warps, runtime.sm_count(device) // split * split, num_stages=ring, staged=True,
+                          split=split)
     if direction == "fwd":
         table, tiled_default = FWD_CONFIGS, FWD_TILED
     else:
@@ -1314,19 +1423,26 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
         grads.zero_()  # no rows: the weight gradients are sums of nothing
         return dx, dw, db
     sizes = {"itemsize": x.element_size(), "rms": rms}
-    cfg = norm_config(m, n, "bwd", x.device, **sizes, **knobs)
+    cfg = norm_config(m, n, "bwd", x.device, **sizes, **knobs, weight_itemsize=weight.element_size() if weight is not None else 0)
     x2, dy2, dx2 = _as_rows(x, n), _as_rows(dy, n), dx.view(-1, n)
     w = weight.contiguous() if weight is not None else x2
     stats = mean if mean is not None else rstd
     if cfg.staged and stageable(x2) and stageable(dy2):
-        partials = torch.empty((len(sums), cfg.programs, n), dtype=torch.float32, device=x.device)
+        groups = cfg.programs // cfg.split
+        partials = torch.empty((len(sums), groups, n), dtype=torch.float32, device=x.device)
+        if cfg.split > 1:  # each program's shares of its rows' sums, and a counter of shares a row
+            shares = torch.empty((m, cfg.split, 2), dtype=torch.float32, device=x.device)
+            count = torch.zeros(m, dtype=torch.int32, device=x.device)
+        else:
+            shares = count = rstd  # not read
         runs = cfg.block_n // STAGED_VIEW
         norm_bwd_staged_kernel[(cfg.programs,)](
             staged_descriptor(x2, runs), staged_descriptor(dy2, runs), dx2, w, stats, rstd,
-            partials[0] if dw is not None else partials, partials[-1] if db is not None else partials,
+            partials[0] if dw is not None else partials, partials[-1] if db is not None else partials, shares, count,
             m, n, dx2.stride(0), RMS=rms, HAS_W=weight is not None, DW=dw is not None, DB=db is not None,
-            RING=cfg.num_stages, WARPS=cfg.num_warps, num_warps=cfg.num_warps)
-        _sum_partials(partials, grads, cfg.programs, n)
+            RING=cfg.num_stages, SPLIT=cfg.split, WARPS=cfg.num_warps, num_warps=cfg.num_warps,
+            launch_cooperative_grid=cfg.split > 1)
+        _sum_partials(partials, grads, groups, n)
         return dx, dw, db
     if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the default of the other paths
         cfg = norm_config(m, n, "bwd", x.device, **sizes, allow_staged=False)
