@@ -1134,8 +1134,8 @@ class NormConfig:
             instead of holding it in registers across them.
         staged: RMS norm's forward: rows copied into shared memory (``FWD_STAGED_N``),
             ``block_n`` elements a copy, one program per SM. The backward (``BWD_STAGED``): rows
-            of x and dy copied whole, ``block_n`` elements each, ``num_stages`` rows in flight, one
-            program per SM.
+            of x and dy copied whole, ``block_n`` elements each (chunks of rows with ``split``),
+            ``num_stages`` rows in flight, one program per SM.
         held: staged: chunks of a row (its last) held in registers instead, where shared memory
             cannot take them all (see :func:`~tritonperf.kernels._rows.staging_split`).
         split: the staged backward: programs that share each row, a chunk of ``block_n`` columns
@@ -1444,7 +1444,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
             m, n, dx2.stride(0), RMS=rms, HAS_W=weight is not None, DW=dw is not None, DB=db is not None,
             RING=cfg.num_stages, SPLIT=cfg.split, WARPS=cfg.num_warps, num_warps=cfg.num_warps,
             launch_cooperative_grid=cfg.split > 1)
-        _sum_partials(partials, grads, groups, n)
+        _sum_partials(partials, grads)
         return dx, dw, db
     if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the default of the other paths
         cfg = norm_config(m, n, "bwd", x.device, **sizes, allow_staged=False)
@@ -1483,13 +1483,14 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
                {"RMS": rms, "HAS_W": weight is not None, "ROWS": cfg.rows, "BLOCK_N": cfg.block_n,
                 "TILES": next_power_of_2(n_tiles), "NUM_STAGES": cfg.num_stages, "ALIGN": consts["ALIGN"]},
                cfg.num_warps, fit=fit)
-    _sum_partials(partials, grads, programs, n)
+    _sum_partials(partials, grads)
     return dx, dw, db
 
 
-def _sum_partials(partials: torch.Tensor, grads: torch.Tensor, programs: int, n: int) -> None:
-    """dweight and dbias (the rows of ``grads``): the column sums of ``partials``, ``[S, programs, n]``."""
-    sums = grads.shape[0]
+def _sum_partials(partials: torch.Tensor, grads: torch.Tensor) -> None:
+    """dweight and dbias (the rows of ``grads``, ``[S, n]``): the column sums of ``partials``, ``[S, programs, n]``."""
+    sums, n = grads.shape
+    programs = partials.shape[1]
     if sums:
         sms = runtime.sm_count(grads.device)
         block_c = max(SUM_MIN_BLOCK_C, min(SUM_BLOCK_C, next_power_of_2(cdiv(n * sums, SUM_PROGRAMS_PER_SM * sms))))
