@@ -8,6 +8,7 @@ everything (for example a GPU machine's own torch); plain ``nox -s SESSION`` bui
 from __future__ import annotations
 
 import os
+import shlex
 
 import nox
 
@@ -18,10 +19,18 @@ HTML = "docs/_build/html"
 
 
 def install(session: nox.Session, *groups: str) -> None:
-    """The package (editable) and the dependency groups named, unless running without a venv."""
+    """The package (editable) and the dependency groups named, unless running without a venv.
+
+    ``TRITONPERF_TORCH``, when set, holds pip arguments for installing torch first (a version, an index).
+    """
     if isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv):
         session.env["PYTHONPATH"] = os.pathsep.join(filter(None, ["src", os.environ.get("PYTHONPATH")]))
         return
+    torch = os.environ.get("TRITONPERF_TORCH")
+    if torch:
+        # Installed before the package, whose "torch>=2.4" it then satisfies: a machine without a GPU can take
+        # torch's CPU build (about 0.9 GB) instead of the CUDA build that PyPI serves (about 5.6 GB).
+        session.install(*shlex.split(torch))
     session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, *groups))
 
 
