@@ -1440,7 +1440,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
         runs = cfg.block_n // STAGED_VIEW
         norm_bwd_staged_kernel[(cfg.programs,)](
             staged_descriptor(x2, runs), staged_descriptor(dy2, runs), dx2, w, stats, rstd,
-            partials[0] if dw is not None else partials, partials[-1] if db is not None else partials, shares, count,
+            *_partial_rows(partials, dw, db), shares, count,
             m, n, dx2.stride(0), RMS=rms, HAS_W=weight is not None, DW=dw is not None, DB=db is not None,
             RING=cfg.num_stages, SPLIT=cfg.split, WARPS=cfg.num_warps, num_warps=cfg.num_warps,
             launch_cooperative_grid=cfg.split > 1)
@@ -1458,8 +1458,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
 
     def arguments(programs: int, partials: torch.Tensor) -> tuple:
         rows_per_program = cdiv(cdiv(m, cfg.rows), programs) * cfg.rows
-        dw_part = partials[0] if dw is not None else partials
-        db_part = partials[-1] if db is not None else partials
+        dw_part, db_part = _partial_rows(partials, dw, db)
         if cfg.tiled:
             return (x2, dy2, w, stats, rstd, row_sums, dw_part, db_part, m, n, x2.stride(0), dy2.stride(0), rows_per_program)
         return (x2, dy2, dx2, w, stats, rstd, dw_part, db_part, m, n, x2.stride(0), dy2.stride(0), dx2.stride(0), rows_per_program)
@@ -1485,6 +1484,11 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
                cfg.num_warps, fit=fit)
     _sum_partials(partials, grads)
     return dx, dw, db
+
+
+def _partial_rows(partials: torch.Tensor, dw: torch.Tensor | None, db: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dweight and dbias partial rows of ``partials``; ``partials`` itself (never written) for a gradient not wanted."""
+    return (partials[0] if dw is not None else partials, partials[-1] if db is not None else partials)
 
 
 def _sum_partials(partials: torch.Tensor, grads: torch.Tensor) -> None:
