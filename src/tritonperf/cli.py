@@ -157,7 +157,7 @@ def _out_path(out: str | None, doc: dict) -> Path:
 def _print_targets(doc: dict, rows: list[list[str]]) -> None:
     table = Table(title=f"targets — {doc['provenance']['gpu']}, {doc['provenance']['date']}")
     for name in targets.TABLE_HEADER:
-        table.add_column(name, justify="right" if name in {"met at", "worst", "within reach: met at"} else "left")
+        table.add_column(name, justify="right" if name == "met at" else "left")
     for row in rows:
         table.add_row(*row)
     console.print(table)

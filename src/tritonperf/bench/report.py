@@ -152,12 +152,13 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
         parts.append(f"## {p['gpu']}\n\n{caption(doc, live=False)}. Command: `{p['command']}`; file `{Path(path).name}`.\n")
         ceil_rows = [[k, f"{v:,.1f}"] for k, v in doc["ceilings"].items()]
         parts.append("Ceilings measured in the same run:\n\n" + markdown_table(["ceiling", "value"], ceil_rows) + "\n")
-        # "9 of 18" on one line: the target's text is the column that should wrap.
-        target_rows = [[*row[:3], row[3].replace(" ", "\u00a0"), *row[4:]] for row in targets.table_rows(doc)]
+        # "9 of 18" on one line: the target's text and the shapes are what should wrap.
+        target_rows = [[*row[:3], row[3].replace(" ", "\u00a0"), row[4], row[5].replace(" of ", "\u00a0of\u00a0", 1)]
+                       for row in targets.table_rows(doc)]
         if target_rows:
             parts.append("The package's targets, held against this run (the worst value is a share of the ceiling, "
                          "or a speed over the torch variants named):\n\n"
-                         + markdown_table(targets.TABLE_HEADER, target_rows, right=(3, 4, 6)) + "\n")
+                         + markdown_table(targets.TABLE_HEADER, target_rows, right=(3,)) + "\n")
         fig = plot_sizes(doc, live=False)
         if fig is not None:
             fig.savefig(image_dir / f"{slug}-sizes.png", dpi=110)

@@ -184,19 +184,20 @@ def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict
 
 
 #: Column names of :func:`table_rows`.
-TABLE_HEADER = ["kernel", "dir", "target", "met at", "worst", "worst at", "within reach: met at", "worst within reach"]
+TABLE_HEADER = ["kernel", "dir", "target", "met at", "worst", "within reach"]
 
 
 def table_rows(doc: dict[str, Any]) -> list[list[str]]:
-    """Formatted rows of :func:`check`, in the order of :data:`TABLE_HEADER`; the last two are
-    empty for the targets that :func:`check` does not hold against a streaming pass."""
+    """Formatted rows of :func:`check`, in the order of :data:`TABLE_HEADER`: each worst value with
+    its shape. The last column is empty for the targets that :func:`check` does not hold against a
+    streaming pass."""
     out = []
     for c in check(doc):
-        row = [c["target"].kernel, c["target"].direction, c["target"].text, f"{c['met']} of {c['shapes']}",
-               f"{c['worst']:.2f}×", c["worst_at"], "", ""]
+        within = ""
         if c["within_reach"] is not None:
-            row[6] = f"{c['met_within_reach']} of {c['within_reach']}"
+            within = f"{c['met_within_reach']} of {c['within_reach']}"
             if c["worst_within_reach"] is not None:
-                row[7] = f"{c['worst_within_reach']:.2f}× {c['worst_within_reach_at']}"
-        out.append(row)
+                within += f"; {c['worst_within_reach']:.2f}× {c['worst_within_reach_at']}"
+        out.append([c["target"].kernel, c["target"].direction, c["target"].text, f"{c['met']} of {c['shapes']}",
+                    f"{c['worst']:.2f}× {c['worst_at']}", within])
     return out
