@@ -29,7 +29,7 @@ def install(session: nox.Session, *groups: str) -> None:
     torch = os.environ.get("TRITONPERF_TORCH")
     if torch:
         # Installed before the package, whose "torch>=2.4" it then satisfies: a machine without a GPU can take
-        # torch's CPU build (about 0.9 GB) instead of the CUDA build that PyPI serves (about 5.6 GB).
+        # torch's CPU build instead of the CUDA build that PyPI serves (with it, about 2 GB an environment, not 5.6).
         session.install(*shlex.split(torch))
     session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, *groups))
 
