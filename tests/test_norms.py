@@ -206,6 +206,15 @@ def _check_gradients(norm, shape, dtype, device, *, weight=True, bias=True, **kn
     _check_gradients_of(norm, x, params, random_tensor(shape, dtype, device), **knobs)
 
 
+def _backward_of(norm, x, params, dy, **kwargs):
+    # dx and the parameters' gradients from our launchers (kwargs: dx, knobs), the statistics from our forward.
+    if norm == "layer_norm":
+        _, mean, rstd = layer_norm_fwd(x, *params)
+        return layer_norm_bwd(dy, x, *params, mean, rstd, **kwargs)
+    _, rstd = rms_norm_fwd(x, *params)
+    return rms_norm_bwd(dy, x, *params, rstd, **kwargs)
+
+
 def _check_gradients_of(norm, x, params, dy, **knobs):
     shape, dtype, device = x.shape, x.dtype, x.device
     present = [p for p in params if p is not None]
@@ -218,15 +227,8 @@ def _check_gradients_of(norm, x, params, dy, **knobs):
         return [next(it) if p is not None else None for p in params]
 
     if knobs:  # call the launchers directly, with the knobs
-        x0 = leaves[0].detach()
-        if norm == "layer_norm":
-            _, mean, rstd = layer_norm_fwd(x0, *params)
-            dx_out = poisoned(shape, dtype, device)
-            grads = layer_norm_bwd(dy, x0, *params, mean, rstd, dx=dx_out, **knobs)
-        else:
-            _, rstd = rms_norm_fwd(x0, *params)
-            dx_out = poisoned(shape, dtype, device)
-            grads = rms_norm_bwd(dy, x0, *params, rstd, dx=dx_out, **knobs)
+        dx_out = poisoned(shape, dtype, device)
+        grads = _backward_of(norm, leaves[0].detach(), params, dy, dx=dx_out, **knobs)
         assert grads[0] is dx_out
         grads = [g for g in grads if g is not None]
     else:  # through autograd
@@ -556,15 +558,6 @@ def test_staged_backward(norm, dtype, monkeypatch, request):
     # Rows that do not start on 16 bytes take the other paths; the answer is the same.
     x = random_tensor((rows, 4096 + 8), dtype, cuda)[:, 1:4097]
     _check_gradients_of(norm, x, _params(norm, 4096, dtype, cuda), random_tensor((rows, 4096), dtype, cuda))
-
-
-def _backward_of(norm, x, params, dy):
-    # dx and the parameters' gradients from our launchers, the statistics from our forward.
-    if norm == "layer_norm":
-        _, mean, rstd = layer_norm_fwd(x, *params)
-        return layer_norm_bwd(dy, x, *params, mean, rstd)
-    _, rstd = rms_norm_fwd(x, *params)
-    return rms_norm_bwd(dy, x, *params, rstd)
 
 
 # -- configuration ---------------------------------------------------------------------------------
