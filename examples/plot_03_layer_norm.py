@@ -500,9 +500,10 @@ for doc, live in results:
 #   speed to rows too long for registers.
 # * **Backward step 1 → tritonperf**: the atomics' queue is most of the difference. The
 #   partial-sum scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no
-#   waiting; pipelining the loop over rows gives the rest. Rows of more than 16384 columns, and
-#   float32 layer norm's from 8193, take the two-kernel path, which reads ``x`` and ``dy`` twice
-#   and stays near 3/5 of the ceiling.
+#   waiting; pipelining the loop over rows gives the rest. On Hopper, rows of about 8192 to
+#   65536 columns are staged in shared memory and read from memory once. Elsewhere, and past
+#   65536 columns, rows too long for the registers take the two-kernel path, which reads ``x``
+#   and ``dy`` twice and stays near 3/5 of the ceiling.
 #
 # Takeaways
 # ---------

@@ -1113,8 +1113,14 @@ for doc, _ in results:
 # torch 2.11). Backward at ``N = 4096``, ``D = 128``, no mask: cuDNN went from 533 to 557 TFLOPS in
 # bfloat16 and from 509 to 549 in float16, ours from 548 to 547 and from 533 to 541, so ours /
 # cuDNN fell from 1.03 and 1.05 to 0.98 and 0.99. The bfloat16 forward at that shape went from
-# 1.005 to 0.997. A lead of a few percent over cuDNN, in one run, does not show that the
-# kernel is faster.
+# 1.005 to 0.997. The same holds the other way. A later full run on an H200 (2026-11-29, same
+# versions) recorded the forward at that shape, no mask, at 0.97 of cuDNN in float16 and 0.99 in
+# bfloat16. Minutes later, on a freshly started H200 machine, the benchmark's own measurement
+# of that one shape ran four times: twice with every variant, twice with ours and cuDNN alone.
+# Ours led each time, by 1.02-1.05 in float16 and 1.03-1.05 in bfloat16. Both kernels ran 6-9%
+# faster with every variant in the mix than alone (float16: ours 630 against 580 TFLOPS, cuDNN
+# 599-618 against 553-566): the slower variants let the clock recover. A lead or a lag of a few
+# percent against cuDNN, in one run, does not settle which kernel is faster.
 
 # %%
 # Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
