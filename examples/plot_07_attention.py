@@ -1115,12 +1115,12 @@ for doc, _ in results:
 # cuDNN fell from 1.03 and 1.05 to 0.98 and 0.99. The bfloat16 forward at that shape went from
 # 1.005 to 0.997. The same holds the other way. A later full run on an H200 (2026-11-29, same
 # versions) recorded the forward at that shape, no mask, at 0.97 of cuDNN in float16 and 0.99 in
-# bfloat16. Minutes later, on a freshly started H200 machine, the benchmark's own measurement
+# bfloat16. Half an hour later, on a freshly started H200 machine, the benchmark's own measurement
 # of that one shape ran four times: twice with every variant, twice with ours and cuDNN alone.
 # Ours led each time, by 1.02-1.05 in float16 and 1.03-1.05 in bfloat16. Both kernels ran 6-9%
-# faster with every variant in the mix than alone (float16: ours 630 against 580 TFLOPS, cuDNN
-# 599-618 against 553-566): the slower variants let the clock recover. A lead or a lag of a few
-# percent against cuDNN, in one run, does not settle which kernel is faster.
+# faster with every variant in the mix than alone (float16: ours 630-632 against 577-583 TFLOPS,
+# cuDNN 599-618 against 553-566): the slower variants let the clock recover. A lead or a lag of a
+# few percent against cuDNN, in one run, does not settle which kernel is faster.
 
 # %%
 # Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
