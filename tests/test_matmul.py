@@ -527,6 +527,39 @@ def test_warp_specialized_configs_fit_an_h100s_shared_memory(monkeypatch):
         assert small.kwargs["WARP_SPECIALIZE"] and small.kwargs["BLOCK_M"] * small.kwargs["BLOCK_N"] == 128 * 256
 
 
+def test_large_products_tune_plain_configs_only():
+    assert mm._tma_tuning(None, 8192, 8192, 8192) is False
+    assert mm._tma_tuning(None, 16384, 8192, 8192) is False
+    assert mm._tma_tuning(None, 8192, 8192, 1024) is None  # a short K: both lists
+    assert mm._tma_tuning(None, 4096, 8192, 8192) is None
+    assert mm._tma_tuning(True, 8192, 8192, 8192) is True  # a choice given stands
+    assert mm._tma_tuning(False, 1024, 1024, 1024) is False
+
+
+@needs_tma
+def test_launcher_takes_the_tuned_kernel_the_rule_names(monkeypatch, device):
+    # A small threshold, so that a small product crosses it; each tuned kernel is wrapped to
+    # record which one the launch indexes.
+    taken = []
+
+    class Recorder:
+        def __init__(self, key, kernel):
+            self.key, self.kernel = key, kernel
+
+        def __getitem__(self, grid):
+            taken.append(self.key)
+            return self.kernel[grid]
+
+    monkeypatch.setattr(mm, "matmul_tma_kernel_tuned", {k: Recorder(k, v) for k, v in mm.matmul_tma_kernel_tuned.items()})
+    monkeypatch.setattr(mm, "PLAIN_ONLY_FROM", 64)
+    a, b = inputs((64, 80), (80, 96), torch.float16, device)
+    check(a, b, method="tma")
+    a, b = inputs((64, 48), (48, 96), torch.float16, device)  # K below the threshold
+    check(a, b, method="tma")
+    check(a, b, method="tma", warp_specialize=True)
+    assert taken == [False, None, True]
+
+
 def test_prune_drops_pipelines_that_do_not_fit_in_shared_memory(monkeypatch):
     # The persistent kernel also stages its output tile: 128 x 256 float32 tiles need 128 KiB more.
     kept = _tiles(_prune(4096, 4096, 4096, torch.float32, tma=True, monkeypatch=monkeypatch))

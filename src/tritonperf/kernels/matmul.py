@@ -355,6 +355,17 @@ _TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descript
 # H200 run of commit 3515e24 it reached 106, 131 and 137 TFLOPS at 1024³, 2048³ and 4096³ against
 # the TMA kernel's 69, 83 and 86.
 AUTO_TILES_MAX_WORK = 2048**3
+# With warp_specialize=None, products whose M, N and K are all at least this size tune the TMA
+# kernel over its plain configs only. At 8192³ the plain kernel pinned (the benchmark's
+# step-4-persistent-tma, the same kernel tuned over the plain configs alone) was faster than the
+# default, tuned over both lists, in every recorded run and dtype, by 1-6%. TFLOPS plain / default,
+# float16, bfloat16, float8: H200 at commit 183fad9 656 / 635, 693 / 653, 1019 / 972; H200 at
+# 4b37597 648 / 640, 679 / 661, 1017 / 981; H100 80GB HBM3 at 6823cdf 649 / 630, 692 / 666,
+# 1012 / 990. The default ran at 0.94-1.04 of the warp-specialized kernel pinned, so its autotuner,
+# which times each config alone, most likely kept a warp-specialized config that the benchmark's
+# interleaved rounds then timed slower. With a short K (8192 x 8192 x 1024) the default beat the
+# plain kernel by 9-27% in the same runs, so the rule asks for every dimension.
+PLAIN_ONLY_FROM = 8192
 _INT32_LIMIT = 2**31 - 1
 _MAX_BATCH = 65535  # CUDA's limit on the grid's second dimension
 
@@ -584,6 +595,17 @@ def _warp_specialize_obstacle(a: torch.Tensor, b: torch.Tensor, batch: int) -> s
     return None
 
 
+def _tma_tuning(warp_specialize: bool | None, M: int, N: int, K: int) -> bool | None:
+    """Which configs the TMA kernel's autotuner times: the key of ``matmul_tma_kernel_tuned``.
+
+    ``warp_specialize`` as given, except that None becomes False (plain configs only) when M, N
+    and K are all at least :data:`PLAIN_ONLY_FROM`.
+    """
+    if warp_specialize is None and min(M, N, K) >= PLAIN_ONLY_FROM:
+        return False
+    return warp_specialize
+
+
 def _ensure_allocator() -> None:
     # tl.make_tensor_descriptor builds descriptors in global memory that the launch asks an
     # allocator for. Install one backed by torch's caching allocator, unless the caller set their own.
@@ -663,8 +685,9 @@ def matmul(
             autotuning. Any one given pins all of them; the others default to 128 × 128 tiles with
             a 128-byte K tile, 4 warps and 4 stages.
         warp_specialize: with ``method="tma"`` only. None (default): the autotuner chooses between
-            plain and warp-specialized configs (a pinned launch is plain); True or False: only
-            those. Triton specializes the loop on Hopper only with ``num_warps=4``; with more it
+            plain and warp-specialized configs (a pinned launch is plain), except that products
+            with M, N and K all at least 8192 (``PLAIN_ONLY_FROM``) take plain ones only; True or
+            False: only those. Triton specializes the loop on Hopper only with ``num_warps=4``; with more it
             compiles the plain loop. Where Triton cannot compile it (batches of more than one
             product, float32, float8 unless ``b`` is column-major), None runs the plain kernel
             and True is refused.
@@ -797,7 +820,7 @@ def matmul(
         if pinned:
             kernel, launch = matmul_tma_kernel[grid(tile)], tile | {"WARP_SPECIALIZE": bool(warp_specialize)}
         else:
-            kernel, launch = matmul_tma_kernel_tuned[warp_specialize][grid], {}
+            kernel, launch = matmul_tma_kernel_tuned[_tma_tuning(warp_specialize, M, N, K)][grid], {}
         kernel(
             a, b, c3, bias, scale_a, scale_b,
             M, N, K, batch, *sa, *sb, c3.stride(0), c3.stride(1), *buckets,

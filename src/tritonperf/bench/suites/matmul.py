@@ -10,8 +10,8 @@ Every variant allocates its output, as ``torch.matmul`` does, and the rate count
   epilogue: ``gelu(a @ b)`` in one kernel (``step-5-fused-gelu``) against
   ``torch.matmul`` followed by ``torch.nn.functional.gelu`` (``torch-matmul-then-gelu``).
   ``tritonperf`` runs the persistent TMA kernel where it can above 2048³, plain or
-  warp-specialized as its autotuner finds faster (``step-4-persistent-tma`` and ``step-4-warp-specialized`` pin each
-  choice at every size).
+  warp-specialized as its autotuner finds faster, plain only from 8192 in every dimension
+  (``step-4-persistent-tma`` and ``step-4-warp-specialized`` pin each choice at every size).
 * float32, square sizes to 4096³: ours (tf32 on the Tensor Cores, as by default) against
   ``torch.matmul`` with TF32 allowed (``torch-tf32``), and the autotuned pointer kernel with tf32
   (``step-3-autotuned``) and with full float32 on the FMA units (``step-3-autotuned-fp32-fma``):
