@@ -687,8 +687,8 @@ def matmul(
         warp_specialize: with ``method="tma"`` only. None (default): the autotuner chooses between
             plain and warp-specialized configs (a pinned launch is plain), except that products
             with M, N and K all at least 8192 (``PLAIN_ONLY_FROM``) take plain ones only; True or
-            False: only those. Triton specializes the loop on Hopper only with ``num_warps=4``; with more it
-            compiles the plain loop. Where Triton cannot compile it (batches of more than one
+            False: only those. Triton specializes the loop on Hopper only with ``num_warps=4``;
+            with more it compiles the plain loop. Where Triton cannot compile it (batches of more than one
             product, float32, float8 unless ``b`` is column-major), None runs the plain kernel
             and True is refused.
         input_precision: ``"tf32"`` (default) or ``"ieee"``, for float32 inputs only.
