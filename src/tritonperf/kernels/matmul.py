@@ -358,13 +358,14 @@ AUTO_TILES_MAX_WORK = 2048**3
 # With warp_specialize=None, products whose M, N and K are all at least this size tune the TMA
 # kernel over its plain configs only. At 8192³ the plain kernel pinned (the benchmark's
 # step-4-persistent-tma, the same kernel tuned over the plain configs alone) was faster than the
-# default, tuned over both lists, in every recorded run and dtype, by 1-6%. TFLOPS plain / default,
-# float16, bfloat16, float8: H200 at commit 183fad9 656 / 635, 693 / 653, 1019 / 972; H200 at
-# 4b37597 648 / 640, 679 / 661, 1017 / 981; H100 80GB HBM3 at 6823cdf 649 / 630, 692 / 666,
-# 1012 / 990. The default ran at 0.94-1.04 of the warp-specialized kernel pinned, so its autotuner,
-# which times each config alone, most likely kept a warp-specialized config that the benchmark's
-# interleaved rounds then timed slower. With a short K (8192 x 8192 x 1024) the default beat the
-# plain kernel by 9-27% in the same runs, so the rule asks for every dimension.
+# default, tuned over both lists, in every recorded run and dtype, by 1-6% (triton 3.6.0, torch
+# 2.11). TFLOPS plain / default, float16, bfloat16, float8: H200, commit 183fad9, 2026-11-29: 656 /
+# 635, 693 / 653, 1019 / 972; H200, 4b37597, 2026-11-28: 648 / 640, 679 / 661, 1017 / 981; H100 80GB
+# HBM3, 6823cdf, 2026-11-25: 649 / 630, 692 / 666, 1012 / 990. The default ran at 0.94-1.04 of the
+# warp-specialized kernel pinned, so its autotuner, which times each config alone, most likely kept
+# a warp-specialized config that the benchmark's interleaved rounds then timed slower. With a short
+# K (8192 x 8192 x 1024) the default beat the plain kernel by 9-27% in the same runs, so the rule
+# asks for every dimension.
 PLAIN_ONLY_FROM = 8192
 _INT32_LIMIT = 2**31 - 1
 _MAX_BATCH = 65535  # CUDA's limit on the grid's second dimension
@@ -688,9 +689,9 @@ def matmul(
             plain and warp-specialized configs (a pinned launch is plain), except that products
             with M, N and K all at least 8192 (``PLAIN_ONLY_FROM``) take plain ones only; True or
             False: only those. Triton specializes the loop on Hopper only with ``num_warps=4``;
-            with more it compiles the plain loop. Where Triton cannot compile it (batches of more than one
-            product, float32, float8 unless ``b`` is column-major), None runs the plain kernel
-            and True is refused.
+            with more it compiles the plain loop. Where Triton cannot compile it (batches of more
+            than one product, float32, float8 unless ``b`` is column-major), None runs the plain
+            kernel and True is refused.
         input_precision: ``"tf32"`` (default) or ``"ieee"``, for float32 inputs only.
         fast_accum: float8 inputs only. False (default): the partial sums of the Tensor Cores'
             float8 accumulator, which is less precise than float32, are added into a float32
