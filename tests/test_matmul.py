@@ -27,6 +27,7 @@ from tritonperf.kernels.matmul import (
     INTERPRETER_TILE,
     gpu_configs,
     grouped_tile,
+    k_major,
     matmul,
     matmul_bytes,
     matmul_flops,
@@ -823,23 +824,39 @@ def test_offsets_past_2_31_elements():
     check(a, b)
 
 
-def test_auto_method_keeps_float32_and_small_16_bit_products_on_the_pointer_kernel(monkeypatch):
+def test_auto_method_keeps_small_products_and_full_float32_on_the_pointer_kernel(monkeypatch):
     # What method="auto" would pick on a Hopper GPU (simulated: only the choice runs, nothing launches).
     mm = importlib.import_module("tritonperf.kernels.matmul")  # the module, not the function
 
     monkeypatch.setattr(runtime, "MODE", "gpu")
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
 
-    def choice(size, dtype, batch=1):
+    def choice(size, dtype, batch=1, input_precision="tf32"):
         a, b = torch.empty((size, size), dtype=dtype), torch.empty((size, size), dtype=dtype)
         out = torch.empty((size, size), dtype=torch.bfloat16 if dtype == FP8 else dtype)
-        return mm._auto_method(a, b, out, batch)
+        return mm._auto_method(a, b, out, batch, input_precision)
 
     assert choice(2048, torch.float16) == choice(1024, torch.bfloat16) == "tiles"
     assert choice(4096, torch.float16) == choice(4096, torch.bfloat16) == "tma"
     assert choice(1024, torch.float16, batch=8) == "tiles" and choice(1024, torch.float16, batch=9) == "tma"
     assert choice(256, FP8) == "tma"  # float8: the TMA kernel at every size
-    assert choice(4096, torch.float32) == "tiles"  # tf32: the pointer kernel measured faster at every size
+    assert choice(2048, torch.float32) == "tiles" and choice(4096, torch.float32) == "tma"  # tf32, as 16-bit
+    assert choice(4096, torch.float32, input_precision="ieee") == "tiles"  # no Tensor Cores: no TMA kernel
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["2d", "batched"])
+def test_k_major_copies_only_operands_without_k_contiguous(device, batched):
+    # tf32 on Hopper reads tiles with K contiguous: a row-major, b column-major. k_major copies
+    # an operand into that layout only where it is not already, and keeps its values.
+    lead = (3,) if batched else ()
+    a, b = inputs((*lead, 40, 24), (*lead, 24, 56), torch.float32, device)
+    a_cm = a.mT.contiguous().mT  # column-major a (M contiguous)
+    b_cm = b.mT.contiguous().mT  # column-major b (K contiguous)
+    a2, b2 = k_major(a_cm, b)
+    assert a2.stride(-1) == 1 and b2.stride(-2) == 1
+    assert torch.equal(a2, a) and torch.equal(b2, b)
+    a3, b3 = k_major(a, b_cm)  # already K-major: the same tensors, not copies
+    assert a3 is a and b3 is b_cm
 
 
 def test_full_float32_precision(device):

@@ -15,8 +15,8 @@ Two kernels:
   each looping over tiles, with operands moved by the Tensor Memory Accelerator through tensor
   descriptors built on the device (``tl.make_tensor_descriptor``). Needs compute capability 9.0
   (Hopper) or newer and 16-byte aligned rows. ``method="auto"`` picks it wherever it can run,
-  except for float32 products and 16-bit ones up to ``2048³`` (:data:`AUTO_TILES_MAX_WORK`), where
-  the pointer kernel measured faster on an H200. With ``WARP_SPECIALIZE`` its tile loop is
+  except for products up to ``2048³`` (:data:`AUTO_TILES_MAX_WORK`), where the pointer kernel
+  measured faster on an H200, and float32 in full precision (``input_precision="ieee"``). With ``WARP_SPECIALIZE`` its tile loop is
   warp-specialized: Triton gives the TMA copies to one warp group and the matmuls to two others,
   each of which takes half of the tile's rows (``warp_specialize=True``; see :data:`WS_CONFIG_TILES`).
 
@@ -24,6 +24,10 @@ Both accumulate in float32 whatever the inputs (except float8 with ``fast_accum=
 the Tensor Cores' own, less precise accumulator sums the whole of K: see :func:`mma`), and apply
 the epilogue to the float32 tile before the one conversion to the output dtype: the scales, the
 bias, the activation and the rounding cost no extra pass over ``C``.
+
+Float32 operands multiplied as tf32 on Hopper are first copied with K contiguous where they are
+not (``a`` row-major, ``b`` column-major; :func:`k_major`): the tf32 MMA reads only that layout
+from shared memory, and a row-major ``b`` cost both kernels two thirds of their speed.
 
 Autotuning. The kernels are wrapped in ``triton.autotune`` over a short list of tile shapes
 (:data:`CONFIGS`; the TMA kernel also tries :data:`WS_CONFIGS`), keyed on ``M``, ``N`` and ``K``
@@ -48,6 +52,7 @@ import triton.language as tl
 
 from .. import runtime, validation
 from .._intmath import cdiv, next_power_of_2
+from .transpose import transpose
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn)
 OUT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -351,9 +356,14 @@ _TMA_MAX_BOX = 256  # the hardware's limit on one dimension of a tensor-descript
 # 620 TFLOPS), and slower from 4096³ up and on every transformer shape. That run timed its variants
 # in a fixed order, which favours some of them; in shuffled, interleaved rounds at commit bae6c39
 # (float16 4096³, three repeats) the two were level: 635-648 against 638-649 TFLOPS. float8 always takes the TMA
-# kernel, many times faster there. float32 (tf32) products always take the pointer kernel: in the
-# H200 run of commit 3515e24 it reached 106, 131 and 137 TFLOPS at 1024³, 2048³ and 4096³ against
-# the TMA kernel's 69, 83 and 86.
+# kernel, many times faster there. float32 (tf32) products follow the 16-bit rule once their
+# operands are K-major (k_major). With b row-major, as the benchmark passes it, both kernels turned
+# b's tiles on the way: the pointer kernel reached 106, 131 and 137 TFLOPS at 1024³, 2048³ and 4096³
+# in the H200 run of commit 3515e24, the TMA kernel 69, 83 and 86. One interleaved run on an NVIDIA
+# H200 (triton 3.6.0, torch 2.11, 2026-11-29), TFLOPS at 2048³ and 4096³: row-major b, pointer
+# kernel 129 and 127, TMA kernel 82 and 80; b copied K-major by torch (b.mT.contiguous().mT) first,
+# pointer 191 and 255, TMA 191 and 260; on a K-major b alone, pointer 280 and 285, TMA 289 and 322;
+# torch (cuBLAS, tf32) 352 and 398.
 AUTO_TILES_MAX_WORK = 2048**3
 # With warp_specialize=None, products whose M, N and K are all at least this size tune the TMA
 # kernel over its plain configs only. At 8192³ the plain kernel pinned (the benchmark's
@@ -545,14 +555,34 @@ def _check_knobs(method, group_m, block_m, block_n, block_k, num_warps, num_stag
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _auto_method(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, batch: int) -> str:
-    """What ``method="auto"`` runs: ``"tma"`` on a GPU where it can, but not for float32 or small 16-bit products."""
+def _auto_method(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, batch: int, input_precision: str) -> str:
+    """What ``method="auto"`` runs: ``"tma"`` on a GPU where it can, but not for small 16-bit or
+    float32 products, nor for float32 in full precision (``"ieee"``)."""
     M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
-    if a.dtype in (torch.float16, torch.bfloat16) and batch * M * N * K <= AUTO_TILES_MAX_WORK:
+    if a.dtype in (torch.float16, torch.bfloat16, torch.float32) and batch * M * N * K <= AUTO_TILES_MAX_WORK:
         return "tiles"
-    if a.dtype == torch.float32:
+    if a.dtype == torch.float32 and input_precision == "ieee":
         return "tiles"
     return "tma" if runtime.MODE == "gpu" and _tma_obstacle(a, b, out, K) is None else "tiles"
+
+
+def _tf32_needs_k_major(device: torch.device) -> bool:
+    """Whether float32 operands are copied K-major before a tf32 product (see :func:`k_major`)."""
+    return runtime.MODE == "gpu" and torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def k_major(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` and ``b`` with K contiguous: ``a`` row-major and ``b`` column-major, copied (with
+    :func:`~tritonperf.kernels.transpose.transpose`) where they are not already.
+
+    Hopper's tf32 MMA reads a shared-memory tile only with K contiguous; a row-major ``b`` is
+    turned tile by tile on the way, and both kernels then run at a third of cuBLAS's rate.
+    """
+    if a.stride(-1) != 1:
+        a = transpose(a.mT)
+    if b.stride(-2) != 1:
+        b = transpose(b).mT
+    return a, b
 
 
 def _tma_obstacle(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, K: int) -> str | None:
@@ -662,7 +692,9 @@ def matmul(
     Args:
         a: ``(M, K)`` or a batch ``(B, M, K)``; float32, float16, bfloat16 or float8_e4m3fn, on a
             CUDA device (or the CPU in interpreter mode). Any strides: a transposed or sliced
-            view is read in place, never copied.
+            view is read in place, except float32 multiplied as tf32 on compute capability 9.0
+            or newer, where an operand whose K is not contiguous is first copied so that it is
+            (:func:`k_major`; a row-major ``b`` takes ``K · N`` floats more memory for the call).
         b: ``(K, N)`` or ``(B, K, N)``, same dtype and device. When both are 3-D their batch
             sizes must be equal or one of them 1; a 2-D operand, or a batch of one, is shared by
             every matrix of the other's batch (as in ``torch.matmul``).
@@ -680,7 +712,8 @@ def matmul(
             with tensor descriptors: compute capability ≥ 9.0, ``a`` and ``b`` with stride 1 along
             one of their last two dimensions and 16-byte aligned rows, an output row of a
             16-byte multiple), or ``"auto"``: ``"tma"`` on a GPU where it can run, except for
-            float32 inputs and 16-bit products of at most ``2048³`` multiply-adds, else ``"tiles"``.
+            products of at most ``2048³`` multiply-adds and ``input_precision="ieee"``, else
+            ``"tiles"``.
         group_m: tile rows walked together (1 is plain row-major program order).
         block_m, block_n, block_k, num_warps, num_stages: pin the launch configuration instead of
             autotuning. Any one given pins all of them; the others default to 128 × 128 tiles with
@@ -783,9 +816,11 @@ def matmul(
         return out
 
     batch = batch or 1
+    if a.dtype == torch.float32 and input_precision == "tf32" and _tf32_needs_k_major(device):
+        a, b = k_major(a, b)
     if method == "auto":
         boxes_fit = all(v is None or v <= _TMA_MAX_BOX for v in (block_m, block_n, block_k))
-        method = _auto_method(a, b, out, batch) if boxes_fit else "tiles"
+        method = _auto_method(a, b, out, batch, input_precision) if boxes_fit else "tiles"
     pinned = any(v is not None for v in (block_m, block_n, block_k, num_warps, num_stages))
     tile = {}
     if pinned:
@@ -866,4 +901,4 @@ def matmul_bytes(M: int, N: int, K: int, dtype: torch.dtype, batch: int = 1, out
     return batch * ((M * K + K * N) * itemsize + M * N * out_itemsize)
 
 
-__all__ = ["gpu_configs", "matmul", "matmul_bytes", "matmul_flops", "matmul_reference", "prune_configs"]
+__all__ = ["gpu_configs", "k_major", "matmul", "matmul_bytes", "matmul_flops", "matmul_reference", "prune_configs"]

@@ -15,7 +15,8 @@ Every variant allocates its output, as ``torch.matmul`` does, and the rate count
 * float32, square sizes to 4096³: ours (tf32 on the Tensor Cores, as by default) against
   ``torch.matmul`` with TF32 allowed (``torch-tf32``), and the autotuned pointer kernel with tf32
   (``step-3-autotuned``) and with full float32 on the FMA units (``step-3-autotuned-fp32-fma``):
-  what the Tensor Cores are worth, with nothing else changed.
+  what the Tensor Cores are worth. On Hopper the tf32 variants first copy the row-major ``b``
+  K-major (``k_major``), which the tf32 MMA needs; that copy is in their times.
 * float8_e4m3fn with per-tensor scales and bfloat16 output: ours against ``torch._scaled_mm``,
   which needs ``b`` column-major, so ``b`` is given that way to every variant (ours reads it
   through its strides), and the pointer kernel, the plain and the warp-specialized TMA kernel.
