@@ -193,8 +193,8 @@ if not first_call_tables:
 # %%
 # Step 4: a persistent kernel with tensor descriptors
 # ---------------------------------------------------
-# On Hopper the package runs a second kernel by default for all but float32 and small 16-bit
-# products (up to ``2048³``), where the pointer kernel measured faster: one program per SM, each looping over
+# On Hopper the package runs a second kernel by default for all but small products (up to
+# ``2048³``), where the pointer kernel measured faster: one program per SM, each looping over
 # output tiles in grouped order, with the tiles of ``A`` and ``B`` moved by the Tensor Memory
 # Accelerator through descriptors built on the device (``tl.make_tensor_descriptor``). The
 # descriptor needs each row to start at a 16-byte multiple; where it does not, the package falls
@@ -334,7 +334,9 @@ print("float8 with fast accumulation matches the reference")
 # sizes, then the shapes of a transformer layer's projections. float32 runs on the Tensor Cores
 # as tf32, against ``torch.matmul`` with TF32 allowed (``torch-tf32``); the variant
 # ``step-3-autotuned-fp32-fma`` is step 3 with ``input_precision="ieee"``, full float32 on the
-# ordinary FMA units: what the Tensor Cores are worth when nothing else changes.
+# ordinary FMA units: what the Tensor Cores are worth. On Hopper the tf32 variants first copy the
+# row-major ``b`` with ``K`` contiguous, the only layout the tf32 instruction reads (the
+# optimization chapter's section on Tensor Cores has the numbers); their times include the copy.
 
 
 def square(shape):

@@ -1119,8 +1119,10 @@ for doc, _ in results:
 # of that one shape ran four times: twice with every variant, twice with ours and cuDNN alone.
 # Ours led each time, by 1.02-1.05 in float16 and 1.03-1.05 in bfloat16. Both kernels ran 6-9%
 # faster with every variant in the mix than alone (float16: ours 630-632 against 577-583 TFLOPS,
-# cuDNN 599-618 against 553-566): the slower variants let the clock recover. A lead or a lag of a
-# few percent against cuDNN, in one run, does not settle which kernel is faster.
+# cuDNN 599-618 against 553-566): the slower variants let the clock recover. The next full run
+# (H200, same day and versions, with no attention code changed) recorded 1.02 in float16 and 1.01
+# in bfloat16 there. A lead or a lag of a few percent against cuDNN, in one run, does not settle
+# which kernel is faster.
 
 # %%
 # Fusion is the large step: step 1 spends its time moving scores, step 2 moves little more
