@@ -26,8 +26,9 @@ the epilogue to the float32 tile before the one conversion to the output dtype: 
 bias, the activation and the rounding cost no extra pass over ``C``.
 
 Float32 operands multiplied as tf32 on Hopper are first copied with K contiguous where they are
-not (``a`` row-major, ``b`` column-major; :func:`k_major`): the tf32 MMA reads only that layout
-from shared memory, and a row-major ``b`` cost both kernels two thirds of their speed.
+not (``a`` row-major, ``b`` column-major; :func:`~tritonperf.kernels.matmul.k_major`): the tf32
+MMA reads only that layout from shared memory, and a row-major ``b`` cost both kernels two thirds
+of their speed.
 
 Autotuning. The kernels are wrapped in ``triton.autotune`` over a short list of tile shapes
 (:data:`CONFIGS`; the TMA kernel also tries :data:`WS_CONFIGS`), keyed on ``M``, ``N`` and ``K``
@@ -574,7 +575,7 @@ def _tf32_needs_k_major(device: torch.device) -> bool:
 
 def k_major(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``a`` and ``b`` with K contiguous: ``a`` row-major and ``b`` column-major, copied (with
-    :func:`~tritonperf.kernels.transpose.transpose`) where they are not already.
+    :func:`tritonperf.transpose`) where they are not already.
 
     Hopper's tf32 MMA reads a shared-memory tile only with K contiguous; a row-major ``b`` is
     turned tile by tile on the way, and both kernels then run at a third of cuBLAS's rate.
@@ -695,7 +696,8 @@ def matmul(
             CUDA device (or the CPU in interpreter mode). Any strides: a transposed or sliced
             view is read in place, except float32 multiplied as tf32 on compute capability 9.0
             or newer, where an operand whose K is not contiguous is first copied so that it is
-            (:func:`k_major`; a row-major ``b`` takes ``K · N`` floats more memory for the call).
+            (:func:`~tritonperf.kernels.matmul.k_major`; a row-major ``b`` takes ``K · N`` floats
+            more memory for the call).
         b: ``(K, N)`` or ``(B, K, N)``, same dtype and device. When both are 3-D their batch
             sizes must be equal or one of them 1; a 2-D operand, or a batch of one, is shared by
             every matrix of the other's batch (as in ``torch.matmul``).
