@@ -844,6 +844,20 @@ def test_auto_method_keeps_small_products_and_full_float32_on_the_pointer_kernel
     assert choice(4096, torch.float32, input_precision="ieee") == "tiles"  # no Tensor Cores: no TMA kernel
 
 
+@pytest.mark.skipif(not TMA_OK, reason="needs compute capability 9.0 for the TMA kernel")
+def test_tma_tuning_keys_on_the_operands_layouts(device):
+    # A config tuned for a row-major b must not be reused for a column-major one of the same size.
+    tuned = mm.matmul_tma_kernel_tuned[False]
+    assert {"A_TRANSPOSED", "B_TRANSPOSED"} <= set(tuned.keys)
+    if not ON_GPU:
+        return  # the interpreter's one config is never timed, so nothing is cached to compare
+    tuned.cache.clear()
+    a, b = inputs((512, 256), (256, 384), torch.float16, device)
+    matmul(a, b, method="tma", warp_specialize=False)
+    matmul(a, b.mT.contiguous().mT, method="tma", warp_specialize=False)
+    assert len(tuned.cache) == 2
+
+
 @pytest.mark.parametrize("batched", [False, True], ids=["2d", "batched"])
 def test_k_major_copies_only_operands_without_k_contiguous(device, batched):
     # tf32 on Hopper reads tiles with K contiguous: a row-major, b column-major. k_major copies

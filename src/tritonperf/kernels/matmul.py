@@ -453,12 +453,17 @@ def prune_configs(configs: list[triton.Config], named_args: dict, *, tma: bool =
 
 
 def _tuned(kernel, configs: list[triton.Config], tma: bool):
+    # The autotuner adds the dtypes of the tensor arguments; tf32 and full float32 tune apart,
+    # and so do float8's two ways of accumulating. The epilogue is in the key too: a config
+    # tuned for the plain product can spill registers once a GELU is added to it. The TMA
+    # kernel's key has the operands' layouts (a transposed tile is turned on the way for tf32 and
+    # float8); the pointer kernel sees them only as stride values, which would key every size apart.
+    key = ["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION", "FAST_ACCUM", "HAS_BIAS", "ACTIVATION"]
+    if tma:
+        key += ["A_TRANSPOSED", "B_TRANSPOSED"]
     return triton.autotune(
         configs=configs,
-        # The autotuner adds the dtypes of the tensor arguments; tf32 and full float32 tune apart,
-        # and so do float8's two ways of accumulating. The epilogue is in the key too: a config
-        # tuned for the plain product can spill registers once a GELU is added to it.
-        key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION", "FAST_ACCUM", "HAS_BIAS", "ACTIVATION"],
+        key=key,
         prune_configs_by={"early_config_prune": functools.partial(prune_configs, tma=tma)},
         cache_results=True,  # tuning results are kept in TRITON_CACHE_DIR for later processes
     )(kernel)
