@@ -16,9 +16,10 @@ Two kernels:
   descriptors built on the device (``tl.make_tensor_descriptor``). Needs compute capability 9.0
   (Hopper) or newer and 16-byte aligned rows. ``method="auto"`` picks it wherever it can run,
   except for products up to ``2048³`` (:data:`AUTO_TILES_MAX_WORK`), where the pointer kernel
-  measured faster on an H200, and float32 in full precision (``input_precision="ieee"``). With ``WARP_SPECIALIZE`` its tile loop is
-  warp-specialized: Triton gives the TMA copies to one warp group and the matmuls to two others,
-  each of which takes half of the tile's rows (``warp_specialize=True``; see :data:`WS_CONFIG_TILES`).
+  measured faster on an H200, and float32 in full precision (``input_precision="ieee"``). With
+  ``WARP_SPECIALIZE`` its tile loop is warp-specialized: Triton gives the TMA copies to one warp
+  group and the matmuls to two others, each of which takes half of the tile's rows
+  (``warp_specialize=True``; see :data:`WS_CONFIG_TILES`).
 
 Both accumulate in float32 whatever the inputs (except float8 with ``fast_accum=True``, where
 the Tensor Cores' own, less precise accumulator sums the whole of K: see :func:`mma`), and apply
