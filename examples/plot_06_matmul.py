@@ -416,3 +416,6 @@ for doc, live in results:
 #   autotuner's pick in an interleaved run.
 # * Compare like with like: float8 with fast accumulation against torch's fast accumulation,
 #   and the default mode against torch's default.
+# * Check the layout an instruction wants. Hopper's tf32 MMA reads ``K``-contiguous tiles only:
+#   a row-major ``b`` more than halved the float32 rate, and one transpose of ``b`` first costs
+#   far less.
