@@ -844,7 +844,7 @@ def test_auto_method_keeps_small_products_and_full_float32_on_the_pointer_kernel
     assert choice(4096, torch.float32, input_precision="ieee") == "tiles"  # no Tensor Cores: no TMA kernel
 
 
-@pytest.mark.skipif(not TMA_OK, reason="needs compute capability 9.0 for the TMA kernel")
+@needs_tma
 def test_tma_tuning_keys_on_the_operands_layouts(device):
     # A config tuned for a row-major b must not be reused for a column-major one of the same size.
     tuned = mm.matmul_tma_kernel_tuned[False]
