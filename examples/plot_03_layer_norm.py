@@ -30,6 +30,7 @@ import tritonperf
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded, plot_results
 from tritonperf.bench.report import summarize
+from tritonperf.bench.targets import TARGETS, row_costs, streaming_cost
 from tritonperf.kernels.norms import (
     BWD_CONFIGS,
     BWD_FLOAT32_CONFIGS,
@@ -484,6 +485,50 @@ for doc, live in results:
     for r in rows_shown:
         print(f"  {r['kernel']:10} {r['direction']} M={r['shape']['M']:<5} N={r['shape']['N']:<5} {r['variant']:24} "
               f"{r['GBps']:7,.0f} GB/s {r['pct_of_ceiling']:5.1f}% of copy  {r['vs_best_torch']:.2f}x best torch")
+
+# %%
+# What 4096 rows cost
+# -------------------
+# The backward's share of the ceiling grows with the rows: 16384 rows come much closer to it
+# than 4096 rows of the same length. The run recorded lengths of 4096 and 8192 columns at both
+# row counts, so a line through the two times splits a call into a fixed cost, paid whatever
+# the rows, and a cost per row (the results page does this for every such case). Then: how
+# much fixed cost the backward's target would allow at 4096 rows, given that rate per row.
+
+BWD_TARGET = next(t.minimum for t in TARGETS if (t.kernel, t.direction, t.against) == ("layer_norm", "bwd", None))
+for doc, live in results:
+    costs = [c for c in row_costs(doc) if (c["kernel"], c["direction"]) == ("layer_norm", "bwd")]
+    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    if streaming := streaming_cost(doc):
+        print(f"  torch's vector add: {streaming[0]:.1f} µs a call, then {streaming[1]:.0%} of the ceiling")
+    if not costs:
+        print("  no backward case at two row counts in this run")
+    for c in costs:
+        us, share = c["us"][0], c["shares"][0]
+        allowed = us * share / BWD_TARGET - (us - c["fixed_us"])  # the call's time at the target, less its rows' time
+        print(f"  {c['dtype']:8} N={c['N']:<5} {c['rows'][0]} rows {share:4.0%} of the ceiling, "
+              f"{c['rows'][-1]} rows {c['shares'][-1]:4.0%}: fixed {c['fixed_us']:4.1f} µs, per row "
+              f"{c['row_share']:4.0%}; {BWD_TARGET:.2f} at {c['rows'][0]} rows allows {allowed:4.1f} µs fixed")
+
+# %%
+# In the recorded H200 run the loop over rows runs at 93-97% of the ceiling, and the calls lose
+# their share to a fixed 6-13 µs; the vector add pays 2.2 µs. Five row counts from 2048 to 32768
+# in bfloat16 confirmed the line and took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one
+# interleaved run; the worst point lay 3% off its line):
+#
+# * 4096 columns: 7.0 µs a call, of which the kernel that adds up the partial weight gradients
+#   takes 2.1. Without weight gradients at all the call still pays 4.9 µs: launching, filling
+#   and draining.
+# * 8192 columns: 9.5 µs; the sum kernel 2.8, writing the partial rows 2.6 (the partial
+#   buffers grow with ``N``: one float32 row per program, for each gradient).
+# * 16384 columns, staged: 26.9 µs; the sum kernel 5.0, the staged kernel's weight sums 12.8,
+#   9.1 without them.
+#
+# At 4096 × 4096 in 16-bit the target leaves 2.5-2.9 µs of fixed cost: about what the vector
+# add pays, and less than this backward pays with no weight gradient at all. At 8192 columns it
+# leaves about 6 µs against 8.6-9.1: there the weight-gradient sums are the part to win back.
+# Rows of 5120 columns are a different case: they lose their rate per row to the 3072 masked
+# lanes of their 8192-wide tile.
 
 # %%
 # Reading the numbers:

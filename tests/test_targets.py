@@ -130,3 +130,58 @@ def test_ceiling_targets_separate_the_misses_a_same_size_pass_misses_too(sample_
     assert ceiling["out_of_reach"] is None and ceiling["worst_within_reach"] is None
     row = next(r for r in targets.table_rows(sample_doc) if r[2] == ceiling["target"].text)
     assert row[5:] == [""]
+
+
+def _norm_bwd(M: int, N: int, fixed_us: float, share: float) -> dict:
+    # Layer norm's backward on float16 (x and dy read, dx written: 6 bytes an element) taking
+    # fixed_us a call plus its bytes at `share` of the sample's 1000 GB/s ceiling.
+    nbytes = 6 * M * N
+    ms = fixed_us * 1e-3 + nbytes / (share * 1e9)
+    return {"kernel": "layer_norm", "variant": "tritonperf", "direction": "bwd", "dtype": "float16",
+            "shape": {"M": M, "N": N}, "ms": ms, "GBps": nbytes / (ms * 1e-3) / 1e9, "TFLOPS": None}
+
+
+def test_row_costs_split_calls_into_a_fixed_time_and_a_rate_per_row(sample_doc):
+    sample_doc["records"] += [_norm_bwd(4096, 4096, 7.0, 0.95), _norm_bwd(16384, 4096, 7.0, 0.95),
+                              _norm_bwd(65536, 4096, 7.0, 0.95), _norm_bwd(4096, 8192, 20.0, 0.90),
+                              _norm_bwd(16384, 8192, 20.0, 0.90),
+                              _norm_bwd(4096, 16384, 5.0, 0.9)]  # one row count only: no line
+    costs = targets.row_costs(sample_doc)
+    assert [(c["kernel"], c["direction"], c["dtype"], c["N"]) for c in costs] == [
+        ("layer_norm", "bwd", "float16", 4096), ("layer_norm", "bwd", "float16", 8192)]
+    first, second = costs
+    assert first["rows"] == [4096, 16384, 65536]
+    assert first["fixed_us"] == pytest.approx(7.0) and first["row_share"] == pytest.approx(0.95)
+    assert second["fixed_us"] == pytest.approx(20.0) and second["row_share"] == pytest.approx(0.90)
+    # The fixed cost is what keeps the 4096-row call below the rate per row.
+    assert second["shares"][0] == pytest.approx(6 * 4096 * 8192 / (20e-6 + 6 * 4096 * 8192 / 0.9e12) / 1e12)
+    assert second["shares"][0] < second["shares"][1] < second["row_share"]
+    assert second["us"][0] == pytest.approx(second["rows"][0] * 6 * 8192 / 0.9e6 + 20.0)
+    # Another variant, or a run without a copy ceiling, gives no line.
+    assert targets.row_costs(sample_doc, "torch.compile") == []
+    assert targets.row_costs(sample_doc | {"ceilings": {}}) == []
+
+
+def test_streaming_cost_fits_the_vector_add_calls_of_32_mib_and_more(sample_doc):
+    # The sample's vector add moves 12 MiB and 192 MiB a call: one size at or above 32 MiB, no line.
+    assert targets.streaming_cost(sample_doc) is None
+
+    def add(n: int) -> dict:
+        ms = 2e-3 + 12 * n / 0.98e9  # 2 µs a call, then 0.98 of the 1000 GB/s ceiling
+        return {"kernel": "vector_add", "variant": "torch", "direction": "fwd", "dtype": "float32", "shape": {"N": n},
+                "ms": ms, "GBps": 12 * n / ms * 1e-6, "TFLOPS": None}
+
+    sample_doc["records"] = [add(1 << 20), add(1 << 24), add(1 << 26)]
+    fixed_us, share = targets.streaming_cost(sample_doc)
+    assert fixed_us == pytest.approx(2.0) and share == pytest.approx(0.98)
+
+
+def test_the_results_page_splits_calls_recorded_at_two_row_counts(sample_doc, tmp_path):
+    sample_doc["records"] += [_norm_bwd(4096, 4096, 7.0, 0.95), _norm_bwd(16384, 4096, 7.0, 0.95)]
+    page = report.results_page([records.save(sample_doc, tmp_path / "example-gpu.json")], tmp_path / "img", "/img")
+    assert "| layer_norm | bwd | float16 | 4096 | 4096 / 16384 |" in page
+    assert page.count("fixed µs") == 1 and "| 7.0 | 95% |" in page
+    # Without a case at two row counts the paragraph and its table are left out.
+    sample_doc["records"] = sample_doc["records"][:-1]
+    page = report.results_page([records.save(sample_doc, tmp_path / "example-gpu.json")], tmp_path / "img", "/img")
+    assert "fixed µs" not in page

@@ -164,6 +164,8 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
             fig.savefig(image_dir / f"{slug}-sizes.png", dpi=110)
             plt.close(fig)
             parts.append(sizes_text(doc) + f"\n\n![memory-bound kernels by bytes moved on {p['gpu']}]({image_url}/{slug}-sizes.png)\n")
+        if costs := row_costs_text(doc):
+            parts.append(costs)
         cases = sorted({(r["kernel"], r["direction"], r["dtype"]) for r in doc["records"]})
         for kernel, direction, dtype in cases:
             parts.append(f"### {kernel} {direction}, {dtype}\n")
@@ -200,6 +202,35 @@ def sizes_text(doc: dict[str, Any]) -> str:
         f"{reached(0.5)}, 90% {reached(0.9)}. A call that moves a few MiB lasts a few microseconds, and the "
         "time to launch it, fill the GPU and drain it is a large part of that: a marker near the line is as fast "
         "as any pass over that many bytes; one well below it loses time of its own."
+    )
+
+
+def row_costs_text(doc: dict[str, Any]) -> str:
+    """The results page's split of our memory-bound calls into a fixed cost and a cost per row
+    (:func:`~tritonperf.bench.targets.row_costs`), with its paragraph; empty when no case of the
+    run was recorded at two row counts."""
+    from .plotting import size_text
+    from .targets import STREAMING_FIT_BYTES, row_costs, streaming_cost
+
+    costs = row_costs(doc)
+    if not costs:
+        return ""
+    header = ["kernel", "dir", "dtype", "N", "rows", "µs a call", "% of ceiling", "fixed µs", "per row: % of ceiling"]
+    rows = [[c["kernel"], c["direction"], c["dtype"], str(c["N"]), " / ".join(map(str, c["rows"])),
+             " / ".join(f"{us:.1f}" for us in c["us"]), " / ".join(f"{s:.0%}" for s in c["shares"]),
+             f"{c['fixed_us']:.1f}", f"{c['row_share']:.0%}"] for c in costs]
+    streaming = streaming_cost(doc)
+    reference = (f" Torch's vector add, fitted the same way over its calls of {size_text(STREAMING_FIT_BYTES)} and "
+                 f"more, costs {streaming[0]:.1f} µs a call and then moves its bytes at {streaming[1]:.0%} of the "
+                 "ceiling." if streaming else "")
+    return (
+        "Where the run holds a case at two row counts or more, a line through its times splits each call into "
+        "a fixed cost, paid whatever the rows, and a cost per row. The fixed part is launching, filling the GPU "
+        "and draining it, and any work done once a call, such as the backward's second kernel that adds up "
+        "the weight gradients; the per-row part is the rate the kernel approaches on many rows, as a share "
+        "of the copy ceiling. A kernel with a high per-row share and a low share at few rows loses to its fixed "
+        "cost, not to its loop." + reference + "\n\n"
+        + markdown_table(header, rows, right=range(3, len(header))) + "\n"
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .plotting import SIZE_KERNELS, bytes_moved, size_reference
+from .plotting import SIZE_KERNELS, SIZE_REFERENCE, bytes_moved, size_reference
 from .report import _case, shape_text, summarize
 
 Where = Callable[[str, dict[str, Any]], bool]
@@ -126,6 +126,70 @@ def streaming_share(reference: list[tuple[float, float]], n_bytes: float) -> flo
         raise ValueError("no reference sizes: the run recorded no streaming pass to compare with")
     sizes, shares = zip(*reference, strict=True)
     return float(np.interp(math.log(n_bytes), [math.log(b) for b in sizes], shares))
+
+
+#: The vector add's records that :func:`streaming_cost` fits: calls that move at least this many bytes.
+STREAMING_FIT_BYTES = 32 << 20
+
+
+def _line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Intercept and slope of the least-squares line through ``(xs, ys)`` (two or more distinct xs)."""
+    slope, intercept = np.polyfit(xs, ys, 1)
+    return float(intercept), float(slope)
+
+
+def row_costs(doc: dict[str, Any], variant: str = "tritonperf") -> list[dict[str, Any]]:
+    """Calls split into a fixed time and a time per row, where a case was recorded at several row counts.
+
+    For each memory-bound kernel (:data:`~tritonperf.bench.plotting.SIZE_KERNELS`), direction,
+    dtype and row length ``N`` that ``variant`` was recorded at with two or more row counts ``M``,
+    a least-squares line ``time = fixed + per_row * M`` through those records, and one through
+    their bytes. The fixed part is what a call costs whatever its rows: launching, filling the GPU
+    and draining it, and any work done once a call (a second kernel, say). The per-row part is the
+    rate the kernel approaches on many rows.
+
+    Returns one dict per case, sorted by kernel, direction, dtype and ``N``: ``kernel``,
+    ``direction``, ``dtype``, ``N``, ``rows`` (the row counts, ascending), ``us`` (each call's
+    time in µs), ``shares`` (each call's share of the copy ceiling), ``fixed_us`` and
+    ``row_share`` (a row's bytes over a row's time, as a share of the ceiling). Empty when the
+    document has no copy ceiling.
+    """
+    ceiling = doc["ceilings"].get("copy_GBps")
+    if not ceiling:
+        return []
+    cases: dict[tuple, list[dict[str, Any]]] = {}
+    for r in summarize(doc):
+        if r["kernel"] in SIZE_KERNELS and r["variant"] == variant and r["GBps"] and set(r["shape"]) == {"M", "N"}:
+            cases.setdefault((r["kernel"], r["direction"], r["dtype"], r["shape"]["N"]), []).append(r)
+    out = []
+    for (kernel, direction, dtype, n), recs in sorted(cases.items()):
+        recs.sort(key=lambda r: r["shape"]["M"])
+        rows = [r["shape"]["M"] for r in recs]
+        if len(set(rows)) < 2:
+            continue
+        fixed_ms, row_ms = _line(rows, [r["ms"] for r in recs])
+        _, row_bytes = _line(rows, [bytes_moved(r) for r in recs])
+        out.append({"kernel": kernel, "direction": direction, "dtype": dtype, "N": n, "rows": rows,
+                    "us": [r["ms"] * 1e3 for r in recs], "shares": [r["GBps"] / ceiling for r in recs],
+                    "fixed_us": fixed_ms * 1e3, "row_share": row_bytes / (row_ms * 1e6) / ceiling})
+    return out
+
+
+def streaming_cost(doc: dict[str, Any]) -> tuple[float, float] | None:
+    """A plain streaming pass split as :func:`row_costs` splits a kernel's calls: ``(fixed µs, share)``.
+
+    The least-squares line ``time = fixed + bytes / rate`` through torch's vector add records
+    (:data:`~tritonperf.bench.plotting.SIZE_REFERENCE`) of at least ``STREAMING_FIT_BYTES``, with
+    the rate as a share of the copy ceiling. None without a copy ceiling or two such sizes.
+    """
+    ceiling = doc["ceilings"].get("copy_GBps")
+    kernel, variant = SIZE_REFERENCE
+    recs = [r for r in summarize(doc) if (r["kernel"], r["variant"]) == (kernel, variant) and r["GBps"]
+            and bytes_moved(r) >= STREAMING_FIT_BYTES]
+    if not ceiling or len({bytes_moved(r) for r in recs}) < 2:
+        return None
+    fixed_ms, ms_per_byte = _line([bytes_moved(r) for r in recs], [r["ms"] for r in recs])
+    return fixed_ms * 1e3, 1 / (ms_per_byte * 1e6) / ceiling
 
 
 def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict[str, Any]]:

@@ -1118,6 +1118,10 @@ TILED_BWD_WAVES = 2
 # 4096 x 4096 42.2 (41.1; 39.4), 4096 x 16384 164.3 (161.1; 156.6), float32 16384 x 5120 371.1
 # (366.5; 365.1), RMS norm float16 4096 x 256 7.8 (8.4; 6.5); with it after the row loop, every
 # shape within 0.5 us of the launch without PDL. The sum costs 1.7-3 us of a call at every size.
+# Fitted as a fixed time plus a time per row over 2048-32768 rows (H200, triton 3.6, torch 2.11,
+# 2026-11-29, bfloat16 layer norm, us of fixed time: the whole call / without this kernel /
+# without weight gradients): 4096 columns 7.0 / 4.9 / 4.9, 8192 columns 9.5 / 6.7 / 4.1, 16384
+# columns (staged) 26.9 / 21.9 / 9.1, 65536 columns (split, 512-8192 rows) 28.6 / 23.7 / 13.6.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS, SUM_STAGES = 32, 256, 4, 3
 SUM_MIN_BLOCK_C = 8
 SUM_PROGRAMS_PER_SM = 4
