@@ -524,9 +524,10 @@ for doc, live in results:
 # * 16384 columns, staged: 26.9 µs; the sum kernel 5.0, the staged kernel's weight sums 12.8,
 #   9.1 without them.
 #
-# At 4096 × 4096 in 16-bit the target leaves 2.5-2.9 µs of fixed cost: about what the vector
-# add pays, and less than this backward pays with no weight gradient at all. At 8192 columns it
-# leaves about 6 µs against 8.6-9.1: there the weight-gradient sums are the part to win back.
+# On the H200, at 4096 × 4096 in 16-bit, the target leaves 2.5-2.9 µs of fixed cost: about what
+# the vector add pays, and less than this backward pays with no weight gradient at all. At 8192
+# columns it leaves about 6 µs against 8.6-9.1: there the weight-gradient sums are the part to
+# win back.
 # Rows of 5120 columns are a different case: they lose their rate per row to the 3072 masked
 # lanes of their 8192-wide tile.
 
