@@ -669,6 +669,13 @@ BWD_RELOAD_COLUMNS_PER_WARP = 256
 # backward float32 3870 against 3771, float16 3280 against 3219). Twice FUSED_ELEMENTS at 256 and
 # 512 columns lost up to 13% (forward float32 512: 2664 against 3060).
 FUSED_ROWS = {1024: 2}  # BLOCK_N: rows per program
+# Tried and not kept for the forward's rows of 4096-16384 16-bit columns, one interleaved H200 run
+# (triton 3.6, torch 2.11, 2026-11-29, 4096 rows, speed against the default, float16 / bfloat16):
+# two rows a program in twice the warps, 0.99 / 0.96 at 4096 columns, 0.87 at 8192, 0.77 at
+# 16384; the row's maximum and sum in one exchange across warps (each thread's 8-element runs
+# reduced to a (max, sum of exponentials) pair, the pairs merged in one tl.reduce: two barriers
+# where the default has five, 32 registers a thread, but 58% more instructions), 0.97 / 0.91 at
+# 4096, 0.93 / 0.91 at 8192, 0.96 / 0.94 at 16384, and 1.01 / 0.94 at 16384 rows of 4096.
 MAX_ROWS_PER_PROGRAM = 64
 # A cap on the registers a thread of the fused forward may take (Triton's maxnreg), by (direction,
 # bytes per element, warps), for programs of one row. The compiler gave the bfloat16 forward of
