@@ -511,10 +511,11 @@ for doc, live in results:
               f"{c['row_share']:4.0%}; {BWD_TARGET:.2f} at {c['rows'][0]} rows allows {allowed:4.1f} µs fixed")
 
 # %%
-# In the recorded H200 run the loop over rows runs at 93-97% of the ceiling, and the calls lose
-# their share to a fixed 6-13 µs; the vector add pays 2.2 µs. Five row counts from 2048 to 32768
-# in bfloat16 confirmed the line and took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one
-# interleaved run; no point lay more than 6% off its line):
+# In the recorded H200 run (commit 194bc97, triton 3.6.0, torch 2.11, 2026-11-29) the loop over
+# rows runs at 93-97% of the ceiling, and the calls lose their share to a fixed 6-13 µs; the
+# vector add pays 2.2 µs. Five row counts from 2048 to 32768 in bfloat16 confirmed the line and
+# took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one interleaved run; no point lay more
+# than 6% off its line):
 #
 # * 4096 columns: 7.0 µs a call, of which the kernel that adds up the partial weight gradients
 #   takes 2.1. Without weight gradients at all the call still pays 4.9 µs: launching, filling
@@ -524,12 +525,11 @@ for doc, live in results:
 # * 16384 columns, staged: 26.9 µs; the sum kernel 5.0, the staged kernel's weight sums 12.8,
 #   9.1 without them.
 #
-# On the H200, at 4096 × 4096 in 16-bit, the target leaves 2.5-2.9 µs of fixed cost: about what
-# the vector add pays, and less than this backward pays with no weight gradient at all. At 8192
-# columns it leaves about 6 µs against 8.6-9.1: there the weight-gradient sums are the part to
-# win back.
-# Rows of 5120 columns are a different case: they lose their rate per row to the 3072 masked
-# lanes of their 8192-wide tile.
+# In that record, at 4096 × 4096 in 16-bit, the target leaves 2.5-2.9 µs of fixed cost: about
+# what the vector add pays, and less than this backward pays with no weight gradient at all. At
+# 8192 columns it leaves about 6 µs against 8.6-9.1: there the weight-gradient sums are the part
+# to win back. Rows of 5120 columns are a different case: they lose their rate per row to the
+# 3072 masked lanes of their 8192-wide tile.
 
 # %%
 # Reading the numbers:
