@@ -1125,6 +1125,15 @@ TILED_BWD_WAVES = 2
 # 4096 x 4096 42.2 (41.1; 39.4), 4096 x 16384 164.3 (161.1; 156.6), float32 16384 x 5120 371.1
 # (366.5; 365.1), RMS norm float16 4096 x 256 7.8 (8.4; 6.5); with it after the row loop, every
 # shape within 0.5 us of the launch without PDL. The sum costs 1.7-3 us of a call at every size.
+# Nor was the sum inside the register-path kernel: each program wrote its partial row, waited at a
+# grid-wide barrier (a cooperative launch; two counters in global memory, which the last program
+# out set back to zero) and then summed its own share of the columns from L2. Interleaved on an
+# H200 (triton 3.6, torch 2.11, 2026-11-29, seven rounds, us a call, this kernel in parentheses):
+# layer norm bfloat16 4096 x 4096 33.2 (31.8), 4096 x 8192 59.5 (58.3), 16384 x 8192 209.9
+# (206.2); float32 4096 x 4096 56.1 (56.1), 16384 x 5120 262.5 (260.3); RMS norm within 0.5 us
+# either way at most shapes. A second run, which read all the partial rows of a program's columns
+# at once, came out the same. The barrier waits for the slowest program just as the kernel boundary
+# does, and one program an SM sums more slowly than this kernel's four.
 # Fitted as a fixed time plus a time per row over 2048-32768 rows (H200, triton 3.6, torch 2.11,
 # 2026-11-29, bfloat16 layer norm, us of fixed time: the whole call / without this kernel /
 # without weight gradients): 4096 columns 7.0 / 4.9 / 4.9, 8192 columns 9.5 / 6.7 / 4.1, 16384
@@ -1133,6 +1142,12 @@ TILED_BWD_WAVES = 2
 # fall on code that runs once a program: 7% before the loop (the weights' copy into shared memory
 # waits for their loads), 10% after it (the partial rows' stores, 17 MB from 132 programs at
 # once). Masking those stores off saved 4.3-4.6 us a call at 2048-8192 rows.
+# Fewer partial rows would need programs that add theirs together on chip first: a thread-block
+# cluster reducing through distributed shared memory. Triton 3.6 cannot compile that from Gluon
+# (sm_90, two CTAs a cluster): a gl.sum over an axis split across the cluster's CTAs fails an
+# assertion in the reduction's lowering, and a convert_layout that moves data between the CTAs
+# fails in LLVM lowering (nvvm.mapa given a shared-memory pointer). Triton 3.9 compiles both to
+# mapa and ld.shared::cluster; this project's reference is 3.6.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS, SUM_STAGES = 32, 256, 4, 3
 SUM_MIN_BLOCK_C = 8
 SUM_PROGRAMS_PER_SM = 4
