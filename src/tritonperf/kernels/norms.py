@@ -1148,14 +1148,14 @@ TILED_BWD_WAVES = 2
 # assertion in the reduction's lowering, and a convert_layout that moves data between the CTAs
 # fails in LLVM lowering (nvvm.mapa given a shared-memory pointer). Triton 3.9 compiles both to
 # mapa and ld.shared::cluster; this project's reference is 3.6. What it could win at most was
-# timed by letting only one program in k write its partial row (wrong dweight, timing only: as if
-# clusters of k programs had added their rows together on chip for free). Interleaved on an H200
-# (triton 3.6, torch 2.11, 2026-11-29, seven rounds, fractions of the copy ceiling, k = 1 / 2 / 4
-# / 8 / 16, then without weight gradients): layer norm bfloat16 4096 x 8192 0.811 / 0.824 / 0.835
-# / 0.838 / 0.846, 0.893; float16 the same within 0.01; bfloat16 4096 x 4096 0.730 / 0.739 /
-# 0.748 / 0.752 / 0.757, 0.783; RMS norm bfloat16 4096 x 4096 0.768 / 0.786 / 0.787 / 0.790 /
-# 0.790, 0.842. Clusters of 16, more than the portable limit of 8, would still leave 16-bit layer
-# norm at 4096 x 8192 short of 0.85.
+# timed on the register path by letting only one program in k write its partial row (wrong
+# dweight, timing only: as if clusters of k programs had added their rows together on chip for
+# free). Interleaved on an H200 (triton 3.6, torch 2.11, 2026-11-29, seven rounds, fractions of
+# the copy ceiling, k = 1 / 2 / 4 / 8 / 16, then without weight gradients): layer norm bfloat16
+# 4096 x 8192 0.811 / 0.824 / 0.835 / 0.838 / 0.846, 0.893; float16 the same within 0.01; bfloat16
+# 4096 x 4096 0.730 / 0.739 / 0.748 / 0.752 / 0.757, 0.783; RMS norm bfloat16 4096 x 4096 0.768 /
+# 0.786 / 0.787 / 0.790 / 0.790, 0.842. Clusters of 16, more than the portable limit of 8, would
+# still leave 16-bit layer norm at 4096 x 8192 short of 0.85.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS, SUM_STAGES = 32, 256, 4, 3
 SUM_MIN_BLOCK_C = 8
 SUM_PROGRAMS_PER_SM = 4
