@@ -194,33 +194,43 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   against 4205 GB/s; H200, triton 3.6, torch 2.11, 2026-11-22). Unrolled, it ran at 0.98 of
 #   it, and at 4096 x 65536 1.17 times as fast, in the recorded results of 2026-11-23 (made
 #   before the change of shift described below).
-# * **Rows staged in shared memory.** On Hopper, RMS norm's rows of 32769 to 65536 columns skip
-#   the second read from L2: the TMA copies each row into shared memory and both passes read it
-#   there, as in the softmax lesson's staged path (a Gluon kernel, ``rms_norm_fwd_staged_kernel``;
-#   a float32 row of 65536 keeps its last chunk in registers). The weights are read from L2 a
-#   chunk ahead of their use. Loaded where used, they held the kernel at 0.72 of the copy ceiling
-#   in float32 (4096 x 65536) and 0.88 in bfloat16; a chunk ahead, 0.90 and 0.91, against 0.73
-#   and 0.81 for the two passes over tiles in the same run (H200, triton 3.6, torch 2.11,
-#   2026-11-24).
-# * **What holds layer norm back on long rows.** Every row reads the whole weight and bias again
-#   from L2: in float32, twice the bytes of the row itself. Staged like RMS norm, float32 layer
-#   norm ran at 0.74 of the ceiling at 4096 x 65536, no faster than the tiled path (0.75). Passed
-#   the weight tensor as its bias too, so that the two streams are one, the same kernel ran at
-#   0.87, and without a bias at 0.90; the tiled 16-bit forward shows the same (bfloat16: 0.76,
-#   0.84, 0.88). Layer norm keeps the tiled path. Taking rows two or four at a time, so that
-#   one load of the weights and biases serves them all, did not help: in a later run the same
-#   day, bfloat16 4096 x 65536 ran at 0.74 with two rows a step against 0.77 with one, and lower
-#   with narrower tiles (0.60 with four rows of 4096 columns).
+# * **Long rows shared out among programs.** A program that walks rows of 65536 columns reads
+#   the whole weight and bias again for every row, from L2: in float32, twice the bytes of the
+#   row itself. Staged in shared memory one row to a program, float32 layer norm ran at 0.74 of
+#   the copy ceiling at 4096 x 65536; passed the weight tensor as its bias too, so that the two
+#   streams are one, at 0.87; without a bias at 0.90 (H200, triton 3.6, torch 2.11, 2026-11-24).
+#   So on Hopper, rows of 32769 to 65536 columns are cut into chunks of 16384 columns, one for
+#   each program of a group (``norm_fwd_split_kernel``, in Gluon). Each program keeps its
+#   chunk's weights and biases in registers for the whole kernel, and the TMA copies its chunk
+#   of each row into shared memory, several rows ahead. The statistics need the whole row, so
+#   the programs of a group trade their sums through global memory, and each waits for the
+#   others' before it writes ``y``. That trade was most of the cost. Done as the backward does
+#   it (two stores, then a counter raised with release semantics, then a loop that waits on it),
+#   bfloat16 layer norm ran at 0.59 of the ceiling; the same kernel with no exchange at all
+#   (wrong output, timing only) at 0.87. A release is a fence: it waits until every earlier
+#   store of the program, all of ``y`` so far, has landed. The kernel now packs its two sums for
+#   a row into one 8-byte word, publishes it with a relaxed atomic exchange, and asks for the
+#   previous row's words before it starts on the current one; a word still ``-1`` has not
+#   arrived. In one interleaved run (H200, triton 3.6, torch 2.11, 2026-11-29, 4096 x 65536)
+#   layer norm ran at 0.81 of the ceiling in bfloat16 and 0.91 in float32, against 0.76 and 0.74
+#   for the two passes over tiles; RMS norm at 0.92 and 0.91, against 0.90 and 0.88 for whole
+#   rows staged by one program, the path it replaced.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
 #
 # RMS norm is the same kernel compiled with ``RMS=True``: the constant removes the mean and the
-# bias from the code, so each norm gets its own machine code with no run-time branch. Its staged
-# forward, with the weights a chunk ahead:
+# bias from the code, so each norm gets its own machine code with no run-time branch. The split
+# forward of long rows, and the two helpers that trade and combine the sums:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
-#    :pyobject: rms_norm_fwd_staged_kernel
+#    :pyobject: norm_fwd_split_kernel
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: _pack_sums
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: _split_row_stats
 #
 # One pass for the variance
 # -------------------------
@@ -546,7 +556,7 @@ for doc, live in results:
 #   of 8192, 1.2 times as fast at 4096 rows of 16384.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
 #   2048 columns, where one row is too little work for a program; the two-pass path carries the
-#   speed to rows too long for registers.
+#   speed to rows too long for registers, and on Hopper the split path to rows of 65536.
 # * **Backward step 1 → tritonperf**: the atomics' queue is most of the difference. The
 #   partial-sum scheme adds one small kernel and ``P · N`` float32 elements of traffic, and no
 #   waiting; pipelining the loop over rows gives the rest. On Hopper, rows of about 8192 to

@@ -105,9 +105,7 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
 
 @needs_cuda_compiler
 @pytest.mark.parametrize("kernel, dtype", [("softmax", torch.bfloat16), ("softmax", torch.float32),
-                                           ("softmax_bwd", torch.bfloat16), ("softmax_bwd", torch.float32),
-                                           ("rms_norm", torch.bfloat16),
-                                           ("rms_norm", torch.float32)], ids=str)
+                                           ("softmax_bwd", torch.bfloat16), ("softmax_bwd", torch.float32)], ids=str)
 def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, kernel, dtype):
     # The staged kernels of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in allows the
     # 227 KB a program may have): the staged chunks fit in shared memory, a float32 row (and the
@@ -134,18 +132,12 @@ def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, ke
                                                          "n_rows": "i32", "n_cols": "i32", "y_row_stride": "i32",
                                                          "dy_row_stride": "i32", "dx_row_stride": "i32"}
         consts = {}
-    elif kernel == "softmax_bwd":
+    else:
         plan = softmax.softmax_plan(4096, 65536, dtype, "bwd")
         chunk, held, warps = plan.chunk_n, plan.held, plan.num_warps
         fn, sig = softmax.softmax_bwd_staged_kernel, {"dy_ptr": "*" + ty, "dx_ptr": "*" + ty, "n_rows": "i32",
                                                        "n_cols": "i32", "dy_row_stride": "i32", "dx_row_stride": "i32"}
         consts = {}
-    else:
-        cfg = norms.norm_config(4096, 65536, "fwd", "cpu", itemsize=dtype.itemsize, rms=True)
-        chunk, held, warps = cfg.block_n, cfg.held, cfg.num_warps
-        fn, sig = norms.rms_norm_fwd_staged_kernel, {**common, "w_ptr": "*" + ty, "rstd_ptr": "*fp32", "M": "i32",
-                                                     "N": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
-        consts = {"HAS_W": True}
     tensors = 2 if kernel == "softmax_bwd" and dtype != torch.float32 else 1
     assert held == (1 if dtype == torch.float32 or tensors == 2 else 0) and chunk * dtype.itemsize == 32768
     staged = tensors * 65536 // chunk - held
@@ -158,9 +150,44 @@ def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, ke
     assert asm.count(c.ptx, r"\bcp\.async\.bulk\.tensor") == 2 * staged
     assert asm.count(c.ptx, asm.WIDE_GLOBAL_LOAD) == asm.count(c.ptx, asm.GLOBAL_LOAD)
     assert asm.count(c.ptx, asm.GLOBAL_LOAD) > 0 or (kernel == "softmax" and not held)
-    # y's stores, 16 bytes each; RMS norm's rstd (one number a row) is the only narrow one.
+    # the output's stores, 16 bytes each
+    assert asm.count(c.ptx, asm.GLOBAL_STORE) == asm.count(c.ptx, asm.WIDE_GLOBAL_STORE) > 0
+
+
+@needs_cuda_compiler
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("rms", [False, True], ids=["layer_norm", "rms_norm"])
+def test_split_norm_forward_fits_and_trades_sums_without_a_fence(monkeypatch, request, rms, dtype):
+    # The split forward of 4096 rows of 65536 as a Hopper GPU plans it (the stand-in allows the
+    # 227 KB a program may have): its ring fits in shared memory, each slot is copied into by the
+    # TMA at two places (the ring's first rows, then RING rows ahead), the weights, biases and y
+    # move 16 bytes a thread, and a row's sums go out in one relaxed 8-byte exchange and come back
+    # in 16-byte volatile loads. No fence: a release would wait for the program's stores of y.
+    monkeypatch.setattr(norms, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
+    norms.norm_config.cache_clear()  # configurations are cached: none made with the stand-in may stay
+    request.addfinalizer(norms.norm_config.cache_clear)
+    cfg = norms.norm_config(4096, 65536, "fwd", "cpu", itemsize=dtype.itemsize, rms=rms)
+    assert cfg.staged and cfg.split == 4
+    ty = {torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
+    desc = mangle_type(_rows.staged_descriptor(torch.empty(8, 65536, dtype=dtype), cfg.block_n // _rows.STAGED_VIEW))
+    sig = {"x_desc": desc, "y_ptr": "*" + ty, "w_ptr": "*" + ty, "b_ptr": "*" + ty, "mean_ptr": "*fp32",
+           "rstd_ptr": "*fp32", "shares_ptr": "*i64", "M": "i32", "N": "i32", "stride_y": "i32", "eps": "fp32"}
+    consts = {"RMS": rms, "HAS_W": True, "HAS_B": not rms, "RING": cfg.num_stages, "SPLIT": cfg.split, "SHARES": 4,
+              "WARPS": cfg.num_warps}
+    c = asm.compile_for_hopper(norms.norm_fwd_split_kernel, sig, consts, num_warps=cfg.num_warps,
+                               divisible_by_16=[k for k in sig if k != "eps"])
+    assert cfg.num_stages * cfg.block_n * dtype.itemsize <= c.shared_bytes <= 227 * 1024
+    assert asm.count(c.ptx, r"\bcp\.async\.bulk\.tensor") == cfg.num_stages + 1
+    assert asm.count(c.ptx, asm.GLOBAL_LOAD) == asm.count(c.ptx, asm.WIDE_GLOBAL_LOAD) > 0
+    # The shares, four int64 a row: two 16-byte loads, ahead of use, and again while one is missing.
+    assert asm.count(c.ptx, r"\bld\.volatile\.global\.") == asm.count(c.ptx, r"\bld\.volatile\.global\.v2\.b64") == 4
+    # y's stores, 16 bytes each; the row's mean (layer norm) and rstd are the narrow ones.
     narrow = asm.count(c.ptx, asm.GLOBAL_STORE) - asm.count(c.ptx, asm.WIDE_GLOBAL_STORE)
-    assert narrow == {"softmax": 0, "softmax_bwd": 0, "rms_norm": 1}[kernel]
+    assert asm.count(c.ptx, asm.WIDE_GLOBAL_STORE) > 0 and narrow == (1 if rms else 2)
+    assert asm.count(c.ptx, r"\batom\.global\.gpu\.relaxed\.exch\.b64") == 1
+    assert asm.count(c.ptx, r"\b(membar|fence\.(sc|acq_rel))\b") == 0 and asm.count(c.ptx, r"\batom\.") == 1
+    if c.resources is not None:
+        assert c.resources.local_bytes == 0
 
 
 @needs_cuda_compiler

@@ -31,9 +31,9 @@ from tritonperf.kernels.norms import (
     FWD_FLOAT32_CONFIGS,
     FWD_MAX_UNROLLED_TILES,
     FWD_RELOAD,
-    FWD_STAGED_CHUNK_RUNS,
-    FWD_STAGED_N,
-    FWD_STAGED_WARPS,
+    FWD_SPLIT,
+    FWD_SPLIT_N,
+    FWD_SPLIT_RING,
     FWD_STREAMED,
     FWD_STREAMED_FULL,
     FWD_TILED,
@@ -479,25 +479,43 @@ def test_offsets_past_2_31_elements(norm):
 @gpu_only
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("norm", NORMS)
-def test_staged_forward(norm, dtype):
-    # RMS norm's rows of 32769-65536 columns on Hopper, staged in shared memory, the last chunk of
-    # a float32 row of more than 7 chunks held in registers: ragged last chunks (129 and 253 runs),
-    # rows padded in memory, more rows than programs, a large mean, float32 parameters. Layer norm
-    # takes the tiled path on the same inputs.
+def test_split_forward(norm, dtype, monkeypatch, request):
+    # Rows of 32769-65536 columns on Hopper, each shared by a group of programs that trade their
+    # sums (FWD_SPLIT): a last chunk of one run or of 53 runs in 64, whole chunks, rows padded in
+    # memory, more rows than programs, a large mean, float32 parameters, none. Then a NaN in a
+    # row, then small chunks (many programs a row) and the fewest rows in flight.
     cuda = torch.device("cuda")
+    rms = norm == "rms_norm"
     rows = 2 * runtime.sm_count(cuda) + 3
-    hopper = _rows.can_stage_rows(cuda, FWD_STAGED_N[1] * 2)
-    for cols, stride in ((129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (FWD_STAGED_N[1], FWD_STAGED_N[1]),
-                         (253 * STAGED_VIEW, 253 * STAGED_VIEW + 64)):
-        cfg = norm_config(rows, cols, "fwd", cuda, itemsize=dtype.itemsize, rms=norm == "rms_norm")
-        assert cfg.staged == (hopper and norm == "rms_norm")
-        assert cfg.held == (1 if cfg.staged and dtype == torch.float32 and cols > 7 * 8192 else 0)
+    hopper = _rows.can_stage_rows(cuda, 1)
+    chunk = FWD_SPLIT[dtype.itemsize][0]
+    for cols, stride in ((129 * STAGED_VIEW, 129 * STAGED_VIEW + 64), (FWD_SPLIT_N[1], FWD_SPLIT_N[1]),
+                         (245 * STAGED_VIEW, 245 * STAGED_VIEW + 64)):
+        cfg = norm_config(rows, cols, "fwd", cuda, itemsize=dtype.itemsize, rms=rms)
+        assert cfg.staged == hopper and (not hopper or (cfg.split, cfg.block_n) == (-(-cols // chunk), chunk))
         x = (10000 + random_tensor((rows, stride), torch.float32, cuda)).to(dtype)[:, :cols]
         for param_dtype in (dtype, torch.float32):
             _check_forward_of(norm, x, _params(norm, cols, param_dtype, cuda))
+        _check_forward_of(norm, x, _params(norm, cols, dtype, cuda, weight=False, bias=False))
+    # A NaN spoils its own row's sums and nothing else, and no program waits for it forever.
+    x = random_tensor((rows, FWD_SPLIT_N[1]), dtype, cuda)
+    x[5, 7] = float("nan")
+    params = _params(norm, FWD_SPLIT_N[1], dtype, cuda)
+    y = (layer_norm_fwd(x, *params) if norm == "layer_norm" else rms_norm_fwd(x, *params))[0]
+    assert y[5].isnan().all() and not y[torch.arange(rows, device=cuda) != 5].isnan().any()
+    for ring, part in ((2, 2048), (3, 1024)):
+        monkeypatch.setattr(norms_module, "FWD_SPLIT", {key: (part, 4) for key in FWD_SPLIT})
+        monkeypatch.setattr(norms_module, "FWD_SPLIT_RING", ring)
+        norm_config.cache_clear()
+        request.addfinalizer(norm_config.cache_clear)
+        cols = 133 * STAGED_VIEW
+        cfg = norm_config(rows, cols, "fwd", cuda, itemsize=dtype.itemsize, rms=rms)
+        assert cfg.staged == hopper and (not hopper or (cfg.split, cfg.num_stages, cfg.programs % cfg.split) == (
+            -(-cols // part), ring, 0))
+        _check_forward_of(norm, random_tensor((rows, cols), dtype, cuda), _params(norm, cols, dtype, cuda))
     # Rows that do not start on 16 bytes take the tiled path; the answer is the same.
-    x = random_tensor((rows, FWD_STAGED_N[1] + 8), dtype, cuda)[:, 1:FWD_STAGED_N[1] + 1]
-    _check_forward_of(norm, x, _params(norm, FWD_STAGED_N[1], dtype, cuda))
+    x = random_tensor((rows, FWD_SPLIT_N[1] + 8), dtype, cuda)[:, 1:FWD_SPLIT_N[1] + 1]
+    _check_forward_of(norm, x, _params(norm, FWD_SPLIT_N[1], dtype, cuda))
 
 
 @gpu_only
@@ -600,24 +618,26 @@ def test_staged_backward_config(monkeypatch, request):
     assert not norm_config(4096, 16384, "bwd", "cpu", itemsize=2).staged
 
 
-def test_staged_forward_config(monkeypatch, request):
-    n = FWD_STAGED_N[1]
-    assert not norm_config(4096, n, "fwd", "cpu", itemsize=2, rms=True).staged  # the CPU: no shared memory
+def test_split_forward_config(monkeypatch, request):
+    n = FWD_SPLIT_N[1]
+    assert not norm_config(4096, n, "fwd", "cpu", itemsize=2).staged  # the CPU: no shared memory
     # A stand-in for a Hopper GPU: shared memory for seven chunks of 32 KB.
-    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 7 * 32768)
+    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: row_bytes <= 7 * 32768)
     norm_config.cache_clear()  # configurations are cached: drop those made without the stand-in
     request.addfinalizer(norm_config.cache_clear)  # ... and those made with it
-    for itemsize, held in ((2, 0), (4, 1)):
-        cfg = norm_config(4096, n, "fwd", "cpu", itemsize=itemsize, rms=True)
-        assert cfg.staged and (cfg.block_n, cfg.held, cfg.num_warps, cfg.programs) == (
-            FWD_STAGED_CHUNK_RUNS * STAGED_VIEW * 2 // itemsize, held, FWD_STAGED_WARPS, 4)  # a program per SM
-    # Layer norm, the backward, rows of FWD_STAGED_N[0] columns or fewer, too long or not a
-    # multiple of the runs, fewer rows than SMs, and any knob keep their paths.
-    for args, kwargs in [((4096, n, "fwd"), dict(rms=False)), ((4096, n, "fwd"), dict(rms=False, itemsize=4)),
-                         ((4096, n, "bwd"), {}), ((4096, FWD_STAGED_N[0], "fwd"), {}),
-                         ((4096, n + STAGED_VIEW, "fwd"), {}), ((4096, n - 8, "fwd"), {}), ((3, n, "fwd"), {}),
-                         ((4096, n, "fwd"), dict(num_warps=8))]:
-        assert not norm_config(*args, "cpu", **({"itemsize": 2, "rms": True} | kwargs)).staged
+    for rms in (False, True):
+        for itemsize in (2, 4):
+            chunk, warps = FWD_SPLIT[itemsize]
+            ring = min(FWD_SPLIT_RING, 7 * 32768 // (chunk * itemsize))
+            split = -(-n // chunk)
+            cfg = norm_config(4096, n, "fwd", "cpu", itemsize=itemsize, rms=rms)
+            assert cfg.staged and (cfg.block_n, cfg.num_warps, cfg.num_stages, cfg.split, cfg.programs) == (
+                chunk, warps, ring, split, 4 // split * split)  # a program per SM, whole groups
+    # Rows of FWD_SPLIT_N[0] columns or fewer, too long or not a multiple of the runs, fewer rows
+    # than SMs, any knob, and allow_staged=False keep their paths.
+    for args, kwargs in [((4096, FWD_SPLIT_N[0]), {}), ((4096, n + STAGED_VIEW), {}), ((4096, n - 8), {}),
+                         ((3, n), {}), ((4096, n), dict(num_warps=8)), ((4096, n), dict(allow_staged=False))]:
+        assert not norm_config(*args, "fwd", "cpu", **({"itemsize": 2} | kwargs)).staged
 
 
 def test_default_configs(device):

@@ -9,7 +9,9 @@ device copy.
 
 The forward pass keeps each row in registers when it fits (several short rows per program, one long
 row per program with more warps) and streams rows of any length through two passes over tiles
-otherwise. It saves ``mean`` and ``rstd`` (float32, one per row) for the backward pass.
+otherwise; on Hopper, rows of 32769 to 65536 columns are copied into shared memory instead, each
+shared out in chunks among a group of programs that trade their shares of the row's sums. It saves
+``mean`` and ``rstd`` (float32, one per row) for the backward pass.
 
 The backward pass runs a persistent grid: each program owns a contiguous group of rows, computes
 their ``dx``, and adds ``dy * x̂`` (for ``dweight``) and ``dy`` (for ``dbias``) into float32
@@ -44,20 +46,16 @@ from ._rows import (
     aligned,
     allocate_ring,
     can_stage_rows,
-    chunk_elements,
     chunk_layout,
     compile_key,
     fit_stages,
     launch,
-    load_held,
-    open_ring,
     read_chunk,
     release_chunk,
     row_align,
     stage_chunk,
     stageable,
     staged_descriptor,
-    staging_split,
     thread_barrier,
 )
 
@@ -338,68 +336,109 @@ def norm_fwd_tiled_kernel(
 
 
 @gluon.jit
-def _rms_weight(w_ptr, cols, N, HAS_W: gl.constexpr):
-    # The weights at columns `cols`, in their own dtype until used (1 without weights).
-    if HAS_W:
-        w = gl.load(w_ptr + cols, mask=cols < N, other=0.0)
+def _pack_sums(s, q):
+    # A program's two sums for a row as one int64, s in the low half, so that one 8-byte exchange
+    # publishes both. A NaN is written as the canonical one: its bits are never those of -1, the
+    # mark of a share not yet published.
+    s = gl.where(s == s, s, float("nan"))
+    q = gl.where(q == q, q, float("nan"))
+    low = s.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF
+    return low | (q.to(gl.int32, bitcast=True).to(gl.int64) << 32)
+
+
+@gluon.jit
+def _split_row_stats(shares, share_ptrs, parts, N, CHUNK: gl.constexpr, SPLIT: gl.constexpr, RMS: gl.constexpr):
+    # A split row's mean and variance from its programs' shares, loaded by the caller ahead of use
+    # (0 past the SPLIT real ones). Until every share is published (none is -1 any more), read them
+    # again. Each layer-norm share
+    # holds its chunk's sum and the chunk's sum of squares about its own mean; combined as in Chan,
+    # Golub and LeVeque's pairwise variance, they lose nothing to a mean large against the spread.
+    missing = gl.max((shares == -1).to(gl.int32), axis=0)
+    while missing > 0:
+        shares = gl.load(share_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+        missing = gl.max((shares == -1).to(gl.int32), axis=0)
+    s = (shares & 0xFFFFFFFF).to(gl.int32).to(gl.float32, bitcast=True)
+    q = (shares >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+    if RMS:
+        mean = 0.0
+        var = gl.sum(q, axis=0) / N
     else:
-        w = gl.full(cols.shape, 1.0, gl.float32, layout=cols.type.layout)
-    return w
+        n_part = gl.maximum(gl.minimum(N - parts * CHUNK, CHUNK), 0).to(gl.float32)
+        mean = gl.sum(s, axis=0) / N
+        d = s / gl.maximum(n_part, 1.0) - mean
+        var = gl.sum(q + n_part * d * d, axis=0) / N
+    return mean, var
 
 
 @gluon.jit
-def _rms_staged_out(y_row, x, w, cols, N, rstd):
-    gl.store(y_row + cols, (x * rstd * w.to(gl.float32)).to(y_row.dtype.element_ty), mask=cols < N)
-
-
-@gluon.jit
-def rms_norm_fwd_staged_kernel(
-    x_desc, x_ptr, y_ptr, w_ptr, rstd_ptr, M, N, stride_x, stride_y, eps,
-    HAS_W: gl.constexpr, CHUNKS: gl.constexpr, HELD: gl.constexpr, WARPS: gl.constexpr,
+def norm_fwd_split_kernel(
+    x_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, shares_ptr, M, N, stride_y, eps,
+    RMS: gl.constexpr, HAS_W: gl.constexpr, HAS_B: gl.constexpr, RING: gl.constexpr, SPLIT: gl.constexpr,
+    SHARES: gl.constexpr, WARPS: gl.constexpr,
 ):
-    # RMS norm of rows staged in shared memory (see _rows.py), a persistent grid of one program per
-    # SM, rows pid, pid + programs, ... The row's chunks sit in CHUNKS slots, and with HELD its last
-    # one in registers. The first pass sums x² lane-wise (the copy filled the runs past N with
-    # zeros, which add nothing); the second writes y, loads the next row's held chunk and hands each
-    # slot over to the next row's copy. The weights come from L2 a chunk ahead of their use:
-    # loaded where used, the forward of float32 rows of 65536 ran at 0.72 of the copy ceiling
-    # instead of 0.90 (H200).
-    CHUNK_R: gl.constexpr = x_desc.block_type.shape[1]
-    W: gl.constexpr = x_desc.block_type.shape[2]
-    CHUNK: gl.constexpr = CHUNK_R * W
+    # Rows too long for one program, each shared by SPLIT programs of a persistent grid of one
+    # program per SM: program pid takes chunk pid % SPLIT of rows pid // SPLIT, + groups, ...
+    # (groups = programs / SPLIT). Its chunks are staged in a ring of RING slots of shared memory
+    # (see _rows.py), copied RING rows ahead; its weights and biases stay in registers, since every
+    # row needs the same ones. For each row the program publishes its chunk's two sums in one
+    # relaxed 8-byte exchange (shares_ptr[row, part], -1 until then); step i then writes y for row
+    # i - 1, whose shares it asked for at the top of the step, before its own sums. No fence and no
+    # counter: the shares carry their own mark of arrival. The launch is cooperative, so every
+    # program of a group runs at once and the wait ends.
+    CHUNK: gl.constexpr = x_desc.block_type.shape[1] * x_desc.block_type.shape[2]
     layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
+    # Every thread holds all SPLIT shares of a row (SHARES, a power of two, at least SPLIT), so
+    # their sums need no exchange across threads.
+    share_layout: gl.constexpr = gl.BlockedLayout([SHARES], [32], [WARPS], [0])
     pid = gl.program_id(0)
-    step = gl.num_programs(0)
-    buf, ready, offs, held_cols, held = open_ring(x_desc, x_ptr, pid, M, N, stride_x, CHUNKS, HELD, layout, 0.0)
-    phase = 0
-    for row in range(pid, M, step):
-        s = gl.zeros([CHUNK_R, W], gl.float32, layout)
-        for c in gl.static_range(CHUNKS):
-            mbarrier.wait(ready.index(c), phase)
-            x = read_chunk(buf, c, layout)
-            s += x * x
-        if HELD:
-            s += held * held
-            w = _rms_weight(w_ptr, held_cols, N, HAS_W)
-        else:
-            w = _rms_weight(w_ptr, offs, N, HAS_W)
-        rstd = gl.rsqrt(gl.sum(gl.sum(s, axis=1), axis=0) / N + eps)
-        y_row = y_ptr + row.to(gl.int64) * stride_y
-        if HELD:
-            w_next = _rms_weight(w_ptr, offs, N, HAS_W)
-            _rms_staged_out(y_row, held, w, held_cols, N, rstd)
-            held = load_held(x_ptr, row + step, M, stride_x, held_cols, N, 0.0)
-            w = w_next
-        for c in gl.static_range(CHUNKS):
-            cols = c * CHUNK + offs
-            if c + 1 < CHUNKS:
-                w_next = _rms_weight(w_ptr, cols + CHUNK, N, HAS_W)
-            _rms_staged_out(y_row, read_chunk(buf, c, layout), w, cols, N, rstd)
-            release_chunk(x_desc, buf, ready, row + step, c, c, M)
-            if c + 1 < CHUNKS:
-                w = w_next
-        gl.store(rstd_ptr + row, rstd)
-        phase ^= 1
+    part = pid % SPLIT
+    first_row = pid // SPLIT
+    step = gl.num_programs(0) // SPLIT
+    buf, ready, offs = allocate_ring(x_desc, RING, layout)
+    for k in gl.static_range(RING):
+        stage_chunk(x_desc, buf, ready, first_row + k * step, part, k, M)
+    cols = part * CHUNK + offs
+    col_mask = cols < N
+    n_part = gl.minimum(N - part * CHUNK, CHUNK).to(gl.float32)
+    parts = gl.arange(0, SHARES, layout=share_layout)
+    if HAS_W:
+        w = gl.load(w_ptr + cols, mask=col_mask, other=0.0)
+    if HAS_B:
+        b = gl.load(b_ptr + cols, mask=col_mask, other=0.0)
+    n_rows = gl.maximum(gl.cdiv(M - first_row, step), 0)
+    for i in range(n_rows + 1):
+        row = first_row + i * step
+        prev_ptrs = shares_ptr + gl.maximum(row - step, 0).to(gl.int64) * SPLIT + parts
+        prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+        if i < n_rows:  # pass 1 of row i: its chunk's sums, published
+            slot = i % RING
+            mbarrier.wait(ready.index(slot), (i // RING) & 1)
+            x = read_chunk(buf, slot, layout)
+            if RMS:
+                q = gl.sum(gl.sum(x * x, axis=1), axis=0)
+                s = q
+            else:
+                s = gl.sum(gl.sum(x, axis=1), axis=0)
+                d = gl.where(col_mask, x - s / n_part, 0.0)
+                q = gl.sum(gl.sum(d * d, axis=1), axis=0)
+            gl.atomic_xchg(shares_ptr + row.to(gl.int64) * SPLIT + part, _pack_sums(s, q), sem="relaxed",
+                           scope="gpu")
+        if i > 0:  # pass 2 of row i - 1: y, then its slot handed to the copy of row i - 1 + RING
+            prev_slot = (i - 1) % RING
+            mean, var = _split_row_stats(prev_shares, prev_ptrs, parts, N, CHUNK, SPLIT, RMS)
+            rstd = gl.rsqrt(var + eps)
+            y = (read_chunk(buf, prev_slot, layout) - mean) * rstd
+            if HAS_W:
+                y = y * w.to(gl.float32)
+            if HAS_B:
+                y = y + b.to(gl.float32)
+            prev_row = row - step
+            gl.store(y_ptr + prev_row.to(gl.int64) * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=col_mask)
+            if part == 0:
+                if not RMS:
+                    gl.store(mean_ptr + prev_row, mean)
+                gl.store(rstd_ptr + prev_row, rstd)
+            release_chunk(x_desc, buf, ready, prev_row + RING * step, part, prev_slot, M)
 
 
 @triton.jit
@@ -977,7 +1016,8 @@ BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
 # 2, two rows in flight: layer norm bfloat16 2856-2869, RMS norm 3042-3043, float32 in chunks of
 # 8192 2823-2857 and 2970; 16-bit rows in chunks of 8192, three rows in flight, 1676 and 1732.
 # Two rows in flight, which is what 16-bit rows with float32 weights get (three do not fit), are
-# untimed.
+# untimed. The backward still trades its sums with a release counter, the exchange that cost the
+# split forward most of its speed (see FWD_SPLIT); the forward's 8-byte exchange is untried here.
 # (RMS, bytes per element): (most columns, columns a chunk, num_warps, rows in flight)
 BWD_SPLIT = {(False, 2): (65536, 16384, 8, 3), (True, 2): (65536, 16384, 8, 3),
              (False, 4): (65536, 8192, 8, 3), (True, 4): (65536, 8192, 8, 3)}
@@ -1046,31 +1086,35 @@ FWD_MAX_UNROLLED_TILES = 16
 # RMS norm 4193 against 3425 (4189); layer norm 3239 against 3185 (3719), 3508 in 16 warps. In
 # bfloat16 the tiled path was faster (layer norm 3562 against 3009 held).
 FWD_FLOAT32_LONG = (24576, 32768)
-# RMS norm's rows of FWD_STAGED_N[0] < N <= FWD_STAGED_N[1] columns (N a multiple of STAGED_VIEW, at
-# least as many rows as SMs, on Hopper, no knob given) are staged in shared memory by
-# rms_norm_fwd_staged_kernel, in chunks of 32 KB (FWD_STAGED_CHUNK_RUNS runs of 16-bit elements) in
-# FWD_STAGED_WARPS warps, as the staged softmax; a float32 row of 65536 holds its eighth chunk in
-# registers. Interleaved H200 runs (triton 3.6, torch 2.11, 2026-11-24, fractions of the copy
-# ceiling, the tiled path in parentheses): bfloat16 4096 x 65536 0.884 (0.811), 16384 x 65536 0.915
-# (0.821); float16 0.886 (0.811), 0.918 (0.823); on an NVIDIA H100 80GB HBM3 (same day, 4096 x
-# 65536) bfloat16 0.937 (0.806), float16 0.940 (0.814). Chunks of 32 runs in 8 warps ran at 0.71 on
-# the H200 (bfloat16, 4096 x 65536). At 4096 x 32768 the staged kernel lost (bfloat16 0.79 against
-# 0.97). Loading each chunk's weights a chunk ahead of their use (a later run, same day) took it
-# from 0.88 to 0.91 in both 16-bit dtypes and, at 4096 float32 rows, from 0.72 to 0.90 (65536
-# columns, one chunk held; tiled 0.73) and from 0.71 to 0.91 (40960; tiled 0.78). On an NVIDIA
-# H100 80GB HBM3 (same day, 4096 x 65536): float32 0.928 (tiled 0.753), bfloat16 0.927 (0.803),
-# float16 0.929 (0.811).
-# Layer norm, staged the same way with its statistics from two reads of the staged row and its
-# weights and biases a chunk ahead, did not gain where it has a bias of its own (float32, 4096 x
-# 65536, 0.739 against 0.748 tiled; 40960 0.787 against 0.767). Each row reads the weight and the
-# bias again from L2, as many bytes as x itself in float32: with the bias tensor the weight tensor
-# itself the staged kernel ran at 0.872, without a bias at 0.895. The 16-bit tiled path shows the
-# same (bfloat16 4096 x 65536: 0.763, 0.835 with the bias the weight, 0.880 without). A tiled
-# forward that took rows a group at a time ([rows, block_n] tiles, one load of the weights and
-# biases for the group) lost at every setting tried (a later run the same day, bfloat16 4096 x
-# 65536, 8192-column tiles in 16 warps unless said: one row 0.773, two 0.743, two in 32 warps
-# 0.714, two of 4096 columns 0.657, four of 4096 0.600; float32 one row 0.747, two 0.581; bfloat16
-# 4096 x 16384, 2048-column tiles: one row 0.877, two 0.637) and was not kept.
+# Rows of FWD_SPLIT_N[0] < N <= FWD_SPLIT_N[1] columns (N a multiple of STAGED_VIEW, at least as
+# many rows as SMs, on Hopper, no knob given) are shared out among programs by
+# norm_fwd_split_kernel, in chunks of FWD_SPLIT's columns, in its warps: (bytes per element of x):
+# (columns a chunk, num_warps); up to FWD_SPLIT_RING rows in flight, as many as shared memory
+# takes. Interleaved on an H200 (triton 3.6, torch 2.11, 2026-11-29, seven rounds, 4096 x 65536,
+# fractions of the copy ceiling, the path it replaced in parentheses): layer norm bfloat16 0.809
+# (tiled, 0.761), float16 0.810 (0.775), float32 0.906 (0.742); RMS norm bfloat16 0.919 (staged,
+# 0.897), float32 0.910 (0.884). How it got there, same GPU and day:
+# - The first version published its shares as the backward does (two stores, a release counter,
+#   an acquire wait, then the loads): layer norm bfloat16 0.589, float32 0.812. Timing only, with
+#   wrong results: without the wait 0.669; without reading the shares at all 0.806; without the
+#   counter's release (a fence that waits for the program's earlier stores of y) either 0.866
+#   (float32 in chunks of 8192: 0.897). The exchange was the cost, not the row's work.
+# - Writing y two or three rows after a row's sums instead of one changed nothing: 0.59-0.60.
+# - One 8-byte exchange per share, read ahead of use, took bfloat16 from 0.589 to 0.809.
+# - Chunks of 8192 16-bit columns (eight programs a row) ran at 0.556, 4096 x 16384 in chunks of
+#   8192 at 0.600 (held in registers: 0.873): the exchange costs about the same per row at any
+#   chunk size, so the chunks are as large as the weights in registers allow. float32 in chunks
+#   of 8192 in 8 warps: layer norm 0.868, RMS norm 0.916 (this table's: 0.906, 0.910).
+#   16 warps lost 0.02 in bfloat16; the weights in shared memory instead of registers (with the
+#   first exchange) changed nothing.
+# Before it, RMS norm's rows of this length were staged whole by one program (weights read from
+# L2 a chunk ahead of use: 0.88 to 0.92 of the ceiling, against 0.72 loaded where used), and
+# layer norm, staged the same way, lost to its tiled path (float32 4096 x 65536 0.739 against
+# 0.748): each row read the weights and the biases again from L2, as many bytes as x itself in
+# float32 (0.872 with the bias the weight tensor itself, 0.895 without a bias). A tiled forward
+# that took rows a group at a time, to load the weights and biases once for the group, lost at
+# every setting tried (bfloat16 4096 x 65536: one row 0.773, two 0.743, four rows of 4096
+# columns 0.600).
 # Nor was a layer norm forward of whole rows staged in a ring, a few rows ahead, one program per
 # SM, its weights and biases copied into shared memory once (or held in registers), which spared
 # every row their reads from L2. Interleaved on an H200 (triton 3.6, torch 2.11, 2026-11-29,
@@ -1078,12 +1122,9 @@ FWD_FLOAT32_LONG = (24576, 32768)
 # warps 3451, four 3429, three in 8 warps 3552, the parameters in registers 3303 (3733); float16
 # 3375 and 3406 in 8 warps (3832); bfloat16 4096 x 8192 3251-3462 (3697); float32 4096 x 4096
 # 3266-3385 (3754); bfloat16 16384 x 16384 3742 (4053).
-FWD_STAGED_N = (32768, 65536)
-FWD_STAGED_CHUNK_RUNS = 64
-# 32 warps or 8 instead (H200, triton 3.6, torch 2.11, 2026-11-29, one interleaved run, fractions
-# of the copy ceiling, 16 warps first): float32 4096 x 65536 0.887 / 0.892 / 0.841, 4096 x 40960
-# 0.897 / 0.897 / 0.892; bfloat16 4096 x 65536 0.896 / 0.882 / 0.890.
-FWD_STAGED_WARPS = 16
+FWD_SPLIT_N = (32768, 65536)
+FWD_SPLIT = {2: (16384, 8), 4: (16384, 16)}
+FWD_SPLIT_RING = 8
 # The tiled backward's second read of x and dy was meant to come from L2 in a one-kernel version,
 # tried and not kept: the same column tiles, the rows in bands of about 60 (two bands fit in half
 # of L2); each program wrote its sums for band b, counted itself done on a counter of its band and
@@ -1178,14 +1219,12 @@ class NormConfig:
         tiled: True when rows are streamed through tiles rather than held in registers.
         reload: register path: read each tile again, from cache, after each row reduction
             instead of holding it in registers across them.
-        staged: RMS norm's forward: rows copied into shared memory (``FWD_STAGED_N``),
-            ``block_n`` elements a copy, one program per SM. The backward (``BWD_STAGED``): rows
-            of x and dy copied whole, ``block_n`` elements each (chunks of rows with ``split``),
-            ``num_stages`` rows in flight, one program per SM.
-        held: staged: chunks of a row (its last) held in registers instead, where shared memory
-            cannot take them all (see :func:`~tritonperf.kernels._rows.staging_split`).
-        split: the staged backward: programs that share each row, a chunk of ``block_n`` columns
-            each (``BWD_SPLIT``); ``programs`` is a multiple of it.
+        staged: rows copied into shared memory, ``num_stages`` rows in flight, one program per
+            SM. The forward (``FWD_SPLIT``): chunks of ``block_n`` columns of x, one per program
+            (``split``). The backward (``BWD_STAGED``): rows of x and dy copied whole, ``block_n``
+            elements each (chunks of rows with ``split``).
+        split: staged: programs that share each row, a chunk of ``block_n`` columns each
+            (``FWD_SPLIT``, ``BWD_SPLIT``); ``programs`` is a multiple of it.
     """
 
     block_n: int
@@ -1196,7 +1235,6 @@ class NormConfig:
     tiled: bool = False
     reload: bool = False
     staged: bool = False
-    held: int = 0
     split: int = 1
 
 
@@ -1228,6 +1266,19 @@ def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool, weight_itemsi
         ring -= 1
     # A split row's pass 2 runs after the next row's pass 1: two rows at least.
     return (block_n, warps, ring, split) if ring >= (1 if split == 1 else 2) else None
+
+
+def _fwd_staging(device, M: int, N: int, itemsize: int) -> tuple[int, int, int] | None:
+    """``(block_n, num_warps, rows in flight)`` where the forward splits rows over programs (``FWD_SPLIT``), else None."""
+    rule = FWD_SPLIT.get(itemsize)
+    if rule is None or not FWD_SPLIT_N[0] < N <= FWD_SPLIT_N[1] or N % STAGED_VIEW or M < runtime.sm_count(device):
+        return None
+    block_n, warps = rule
+    ring = FWD_SPLIT_RING
+    while ring and not can_stage_rows(device, ring * block_n * itemsize):
+        ring -= 1
+    # A row's pass 2 runs after the next row's pass 1: two rows at least.
+    return (block_n, warps, ring) if ring >= 2 and cdiv(N, block_n) <= runtime.sm_count(device) else None
 
 
 def _fwd_streamed(N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
@@ -1278,11 +1329,11 @@ def norm_config(
     bytes per element of ``x``. Rows one to a
     tile read each row again after each reduction (``reload``) in the forward for the
     ``FWD_RELOAD`` entries of ``(itemsize, rms)``, in the backward from ``BWD_WIDE_N`` columns.
-    On a Hopper GPU, with no knob given, RMS norm's forward stages rows of ``FWD_STAGED_N``
-    columns in shared memory (``staged``; see :func:`~tritonperf.kernels._rows.staging_split`),
-    and the backward those of ``BWD_STAGED`` (longer ones, up to ``BWD_SPLIT``, split over several
-    programs), unless ``allow_staged`` is False. ``weight_itemsize`` is the bytes per element of the
-    weights (0: none), which the staged backward keeps in shared memory.
+    On a Hopper GPU, with no knob given, the forward stages rows of ``FWD_SPLIT_N`` columns in
+    shared memory, split over several programs (``staged``, ``split``), and the backward those of
+    ``BWD_STAGED`` (longer ones, up to ``BWD_SPLIT``, split too), unless ``allow_staged`` is False.
+    ``weight_itemsize`` is the bytes per element of the weights (0: none), which the staged
+    backward keeps in shared memory.
     """
     for name, value in (("block_n", block_n), ("rows", rows), ("num_warps", num_warps)):
         if value is not None:
@@ -1293,12 +1344,12 @@ def norm_config(
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
-    chunk = chunk_elements(FWD_STAGED_CHUNK_RUNS, itemsize)
-    staging = staging_split(device, M, N, itemsize, chunk) if (
-        direction == "fwd" and rms and not pinned and FWD_STAGED_N[0] < N <= FWD_STAGED_N[1]) else None
-    if staging:
-        return NormConfig(chunk, 1, FWD_STAGED_WARPS, runtime.sm_count(device), tiled=True, staged=True,
-                          held=staging[1])
+    fwd_staging = _fwd_staging(device, M, N, itemsize) if direction == "fwd" and allow_staged and not pinned else None
+    if fwd_staging:
+        block_n, warps, ring = fwd_staging
+        split = cdiv(N, block_n)
+        return NormConfig(block_n, 1, warps, runtime.sm_count(device) // split * split, num_stages=ring, tiled=True,
+                          staged=True, split=split)
     bwd_staging = (_bwd_staging(device, M, N, itemsize, rms, weight_itemsize)
                    if direction == "bwd" and allow_staged and not pinned else None)
     if bwd_staging:
@@ -1437,13 +1488,16 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     w = weight.contiguous() if weight is not None else x2
     b = bias.contiguous() if bias is not None else x2
     if cfg.staged and stageable(x2):
-        rms_norm_fwd_staged_kernel[(cfg.programs,)](
-            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), x2, y2, w, rstd, m, n, x2.stride(0), y2.stride(0),
-            float(eps), HAS_W=weight is not None, CHUNKS=cdiv(n, cfg.block_n) - cfg.held, HELD=cfg.held > 0,
-            WARPS=cfg.num_warps, num_warps=cfg.num_warps)
+        # Each program's share of each row's sums, -1 (all bits set) until published.
+        shares = torch.full((m, cfg.split), -1, dtype=torch.int64, device=x.device)
+        norm_fwd_split_kernel[(cfg.programs,)](
+            staged_descriptor(x2, cfg.block_n // STAGED_VIEW), y2, w, b, mean, rstd, shares, m, n, y2.stride(0),
+            float(eps), RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, RING=cfg.num_stages,
+            SPLIT=cfg.split, SHARES=next_power_of_2(cfg.split), WARPS=cfg.num_warps, num_warps=cfg.num_warps,
+            launch_cooperative_grid=True)
         return y, mean, rstd
-    if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the tiled path, as a knob asks
-        cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, block_n=FWD_TILED[0])
+    if cfg.staged:  # rows the copy engine cannot read (not on 16 bytes): the tiled path
+        cfg = norm_config(m, n, "fwd", x.device, itemsize=x.element_size(), rms=rms, allow_staged=False)
     args = (x2, y2, w, b, mean, rstd, m, n, x2.stride(0), y2.stride(0), float(eps))
     consts = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "BLOCK_N": cfg.block_n,
               "ALIGN": row_align(n, x2.stride(0), y2.stride(0))}
