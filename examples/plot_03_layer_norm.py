@@ -214,7 +214,11 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   arrived. In one interleaved run (H200, triton 3.6, torch 2.11, 2026-11-29, 4096 x 65536)
 #   layer norm ran at 0.81 of the ceiling in bfloat16 and 0.91 in float32, against 0.76 and 0.74
 #   for the two passes over tiles; RMS norm at 0.92 and 0.91, against 0.90 and 0.88 for whole
-#   rows staged by one program, the path it replaced.
+#   rows staged by one program, the path it replaced. The recorded run behind the plots below
+#   agrees in float32 (0.92 for both norms) but has the 16-bit rows slower: layer norm 0.75 in
+#   bfloat16, RMS norm 0.88. A 16-bit program moves half the bytes per row that a float32 one
+#   does, so it waits on the exchange twice as often per byte; why the two runs disagree is not
+#   yet measured.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
@@ -552,8 +556,8 @@ for doc, live in results:
 #   that, read the plots rather than the rule: in the recorded H200 run, step 1's four warps
 #   are *faster* than step 2 for 16-bit rows of 4096 to 16384 columns. Warps are not the whole
 #   story: the final forward holds those rows 1-D, one per program, in 8 warps, and in the
-#   recorded run it is at least as fast as step 1 at each of these lengths: level at 16384 rows
-#   of 8192, 1.2 times as fast at 4096 rows of 16384.
+#   recorded run it is as fast as step 1 or faster at each of these lengths: level (within 1%)
+#   at 16384 rows of 8192, 1.2 times as fast at 4096 rows of 16384.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
 #   2048 columns, where one row is too little work for a program; the two-pass path carries the
 #   speed to rows too long for registers, and on Hopper the split path to rows of 65536.
