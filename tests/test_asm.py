@@ -107,15 +107,13 @@ def test_softmax_prefetch_plan_stages_whole_rows_in_shared_memory():
 @pytest.mark.parametrize("kernel, dtype", [("softmax", torch.bfloat16), ("softmax", torch.float32),
                                            ("softmax_bwd", torch.bfloat16), ("softmax_bwd", torch.float32)], ids=str)
 def test_staged_kernels_fit_and_move_16_bytes_at_a_time(monkeypatch, request, kernel, dtype):
-    # The staged kernels of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in allows the
-    # 227 KB a program may have): the staged chunks fit in shared memory, a float32 row (and the
-    # 16-bit backward's pair of rows; the float32 backward stages y alone) holds its eighth chunk
-    # in registers, each staged chunk is copied by the TMA at two places (the ring's first row,
-    # then a row ahead), and every global load (held chunks, dy, weights) and store of the output
-    # moves 16 bytes a thread.
+    # The softmax's staged kernels of 4096 rows of 65536 as a Hopper GPU plans them (the stand-in
+    # allows the 227 KB a program may have): the staged chunks fit in shared memory, a float32 row
+    # (and the 16-bit backward's pair of rows; the float32 backward stages y alone) holds its
+    # eighth chunk in registers, each staged chunk is copied by the TMA at two places (the ring's
+    # first row, then a row ahead), and every global load (held chunks, dy) and store of the
+    # output moves 16 bytes a thread.
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
-    norms.norm_config.cache_clear()  # configurations are cached: none made with the stand-in may stay
-    request.addfinalizer(norms.norm_config.cache_clear)
     ty = {torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
     common = {"x_ptr": "*" + ty, "y_ptr": "*" + ty}
     if kernel == "softmax":

@@ -350,9 +350,9 @@ def _pack_sums(s, q):
 def _split_row_stats(shares, share_ptrs, parts, N, CHUNK: gl.constexpr, SPLIT: gl.constexpr, RMS: gl.constexpr):
     # A split row's mean and variance from its programs' shares, loaded by the caller ahead of use
     # (0 past the SPLIT real ones). Until every share is published (none is -1 any more), read them
-    # again. Each layer-norm share
-    # holds its chunk's sum and the chunk's sum of squares about its own mean; combined as in Chan,
-    # Golub and LeVeque's pairwise variance, they lose nothing to a mean large against the spread.
+    # again. Each layer-norm share holds its chunk's sum and the chunk's sum of squares about its
+    # own mean; combined as in Chan, Golub and LeVeque's pairwise variance, they lose nothing to a
+    # mean large against the spread.
     missing = gl.max((shares == -1).to(gl.int32), axis=0)
     while missing > 0:
         shares = gl.load(share_ptrs, mask=parts < SPLIT, other=0, volatile=True)
