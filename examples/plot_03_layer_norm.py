@@ -525,8 +525,8 @@ for doc, live in results:
               f"{c['row_share']:4.0%}; {BWD_TARGET:.2f} at {c['rows'][0]} rows allows {allowed:4.1f} µs fixed")
 
 # %%
-# In the recorded H200 run (commit 194bc97, triton 3.6.0, torch 2.11, 2026-11-29) the loop over
-# rows runs at 93-97% of the ceiling, and the calls lose their share to a fixed 6-13 µs; the
+# In the recorded H200 run (commit 3e0f82d, triton 3.6.0, torch 2.11, 2026-11-29) the loop over
+# rows runs at 95-98% of the ceiling, and the calls lose their share to a fixed 7-14 µs; the
 # vector add pays 2.2 µs. Five row counts from 2048 to 32768 in bfloat16 confirmed the line and
 # took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one interleaved run; no point lay more
 # than 6% off its line):
@@ -539,10 +539,10 @@ for doc, live in results:
 # * 16384 columns, staged: 26.9 µs; the sum kernel 5.0, the staged kernel's weight sums 12.8,
 #   9.1 without them.
 #
-# In that record, at 4096 × 4096 in 16-bit, the target leaves 2.5-2.9 µs of fixed cost: about
-# what the vector add pays, and less than this backward pays with no weight gradient at all. At
-# 8192 columns it leaves about 6 µs against 8.6-9.1: there the weight-gradient sums are the part
-# to win back. Fewer partial rows would not be enough. A timing experiment let only one program
+# In that record, at 4096 × 4096 in 16-bit, the target leaves 3.2-3.4 µs of fixed cost: not
+# much more than the vector add pays, and less than this backward pays with no weight gradient
+# at all. At 8192 columns it leaves 5.9-6.7 µs against 8.3-8.7: there the weight-gradient sums
+# are the part to win back. Fewer partial rows would not be enough. A timing experiment let only one program
 # in 16 write its partial row (the gradients it gives are wrong): bfloat16 4096 × 8192 rose from
 # 0.811 to 0.846 of the ceiling, and to 0.893 with no weight gradients at all (H200, triton 3.6,
 # torch 2.11, 2026-11-29, one interleaved run). Rows of 5120 columns are a different case: they
