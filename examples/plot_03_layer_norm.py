@@ -206,19 +206,19 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   the programs of a group trade their sums through global memory, and each waits for the
 #   others' before it writes ``y``. That trade was most of the cost. Done as the backward does
 #   it (two stores, then a counter raised with release semantics, then a loop that waits on it),
-#   bfloat16 layer norm ran at 0.59 of the ceiling; the same kernel with no exchange at all
-#   (wrong output, timing only) at 0.87. A release is a fence: it waits until every earlier
-#   store of the program, all of ``y`` so far, has landed. The kernel now packs its two sums for
-#   a row into one 8-byte word, publishes it with a relaxed atomic exchange, and asks for the
-#   previous row's words before it starts on the current one; a word still ``-1`` has not
-#   arrived. In one interleaved run (H200, triton 3.6, torch 2.11, 2026-11-29, 4096 x 65536)
-#   layer norm ran at 0.81 of the ceiling in bfloat16 and 0.91 in float32, against 0.76 and 0.74
-#   for the two passes over tiles; RMS norm at 0.92 and 0.91, against 0.90 and 0.88 for whole
-#   rows staged by one program, the path it replaced. The recorded run behind the plots below
-#   agrees in float32 (0.92 for both norms) but has the 16-bit rows slower: layer norm 0.75 in
-#   bfloat16, RMS norm 0.88. A 16-bit program moves half the bytes per row that a float32 one
-#   does, so it waits on the exchange twice as often per byte; why the two runs disagree is not
-#   yet measured.
+#   bfloat16 layer norm ran at 0.59 of the ceiling; the same kernel with its exchange cut down
+#   to the two stores and a relaxed add to the counter, with no wait and no reads (wrong output,
+#   timing only), at 0.87. A release is a fence: it waits until every earlier store of the
+#   program, all of ``y`` so far, has landed. The kernel now packs its two sums for a row into
+#   one 8-byte word, publishes it with a relaxed atomic exchange, and asks for the previous
+#   row's words before it starts on the current one; a word still ``-1`` has not arrived. In one
+#   interleaved run (H200, triton 3.6, torch 2.11, 2026-11-29, 4096 x 65536) layer norm ran at
+#   0.81 of the ceiling in bfloat16 and 0.91 in float32, against 0.76 and 0.74 for the two
+#   passes over tiles; RMS norm at 0.92 and 0.91, against 0.90 and 0.88 for whole rows staged by
+#   one program, the path it replaced. The recorded run behind the plots below agrees in float32
+#   (0.92 for both norms) but has the 16-bit rows slower: layer norm 0.75 in bfloat16, RMS norm
+#   0.88. A 16-bit program moves half the bytes per row that a float32 one does, so it waits on
+#   the exchange twice as often per byte; why the two runs disagree is not yet measured.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
