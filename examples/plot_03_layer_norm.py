@@ -539,14 +539,14 @@ for doc, live in results:
 # * 16384 columns, staged: 26.9 µs; the sum kernel 5.0, the staged kernel's weight sums 12.8,
 #   9.1 without them.
 #
-# In that record, at 4096 × 4096 in 16-bit, the target leaves 3.2-3.4 µs of fixed cost: not
-# much more than the vector add pays, and less than this backward pays with no weight gradient
-# at all. At 8192 columns it leaves 5.9-6.7 µs against 8.3-8.7: there the weight-gradient sums
-# are the part to win back. Fewer partial rows would not be enough. A timing experiment let only one program
-# in 16 write its partial row (the gradients it gives are wrong): bfloat16 4096 × 8192 rose from
-# 0.811 to 0.846 of the ceiling, and to 0.893 with no weight gradients at all (H200, triton 3.6,
-# torch 2.11, 2026-11-29, one interleaved run). Rows of 5120 columns are a different case: they
-# lose their rate per row to the 3072 masked lanes of their 8192-wide tile.
+# In that record, at 4096 × 4096 in 16-bit, the target leaves 3.2-3.4 µs of fixed cost: not much
+# more than the vector add pays, and less than this backward pays with no weight gradient at all.
+# At 8192 columns it leaves 5.9-6.7 µs against 8.3-8.7: there the weight-gradient sums are the
+# part to win back. Fewer partial rows would not be enough. A timing experiment let only one
+# program in 16 write its partial row (the gradients it gives are wrong): bfloat16 4096 × 8192
+# rose from 0.811 to 0.846 of the ceiling, and to 0.893 with no weight gradients at all (H200,
+# triton 3.6, torch 2.11, 2026-11-29, one interleaved run). Rows of 5120 columns are a different
+# case: they lose their rate per row to the 3072 masked lanes of their 8192-wide tile.
 
 # %%
 # Reading the numbers:
