@@ -1254,6 +1254,15 @@ def _positive(name: str, value: int) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _rows_in_flight(device, most: int, row_bytes: int, fixed_bytes: int = 0) -> int:
+    """How many rows of ``row_bytes`` each, up to ``most``, a staged kernel can hold in shared memory
+    on ``device`` beside ``fixed_bytes`` of its own (0: not one)."""
+    ring = most
+    while ring and not can_stage_rows(device, ring * row_bytes + fixed_bytes):
+        ring -= 1
+    return ring
+
+
 def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool, weight_itemsize: int) -> tuple[int, int, int, int] | None:
     """``(block_n, num_warps, rows in flight, split)`` where the backward stages rows (``BWD_STAGED``,
     ``BWD_SPLIT``), else None."""
@@ -1267,24 +1276,22 @@ def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool, weight_itemsi
         split = cdiv(N, block_n)
     else:
         return None
-    # x and dy of each row in flight, and the weights
-    while ring and not can_stage_rows(device, (2 * ring * itemsize + weight_itemsize) * block_n):
-        ring -= 1
+    ring = _rows_in_flight(device, ring, 2 * itemsize * block_n, weight_itemsize * block_n)  # x and dy; the weights
     # A split row's pass 2 runs after the next row's pass 1: two rows at least.
     return (block_n, warps, ring, split) if ring >= (1 if split == 1 else 2) else None
 
 
-def _fwd_staging(device, M: int, N: int, itemsize: int) -> tuple[int, int, int] | None:
-    """``(block_n, num_warps, rows in flight)`` where the forward splits rows over programs (``FWD_SPLIT``), else None."""
+def _fwd_staging(device, M: int, N: int, itemsize: int) -> tuple[int, int, int, int] | None:
+    """``(block_n, num_warps, rows in flight, split)`` where the forward splits rows over programs
+    (``FWD_SPLIT``), else None."""
     rule = FWD_SPLIT.get(itemsize)
     if rule is None or not FWD_SPLIT_N[0] < N <= FWD_SPLIT_N[1] or N % STAGED_VIEW or M < runtime.sm_count(device):
         return None
     block_n, warps = rule
-    ring = FWD_SPLIT_RING
-    while ring and not can_stage_rows(device, ring * block_n * itemsize):
-        ring -= 1
+    split = cdiv(N, block_n)
+    ring = _rows_in_flight(device, FWD_SPLIT_RING, block_n * itemsize)
     # A row's pass 2 runs after the next row's pass 1: two rows at least.
-    return (block_n, warps, ring) if ring >= 2 and cdiv(N, block_n) <= runtime.sm_count(device) else None
+    return (block_n, warps, ring, split) if ring >= 2 and split <= runtime.sm_count(device) else None
 
 
 def _fwd_streamed(N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
@@ -1350,18 +1357,16 @@ def norm_config(
     if num_warps is not None and num_warps > 32:
         raise ValueError(f"num_warps must be at most 32, got {num_warps}")
     pinned = any(k is not None for k in (block_n, rows, num_warps, programs, num_stages))
-    fwd_staging = _fwd_staging(device, M, N, itemsize) if direction == "fwd" and allow_staged and not pinned else None
-    if fwd_staging:
-        block_n, warps, ring = fwd_staging
-        split = cdiv(N, block_n)
-        return NormConfig(block_n, 1, warps, runtime.sm_count(device) // split * split, num_stages=ring, tiled=True,
-                          staged=True, split=split)
-    bwd_staging = (_bwd_staging(device, M, N, itemsize, rms, weight_itemsize)
-                   if direction == "bwd" and allow_staged and not pinned else None)
-    if bwd_staging:
-        block_n, warps, ring, split = bwd_staging
-        return NormConfig(block_n, 1, warps, runtime.sm_count(device) // split * split, num_stages=ring, staged=True,
-                          split=split)
+    staging = None
+    if allow_staged and not pinned:
+        staging = (_fwd_staging(device, M, N, itemsize) if direction == "fwd"
+                   else _bwd_staging(device, M, N, itemsize, rms, weight_itemsize))
+    if staging:
+        block_n, warps, ring, split = staging
+        # `tiled` as the two paths always had it: the forward's split rows count as streamed ones;
+        # the backward's launcher takes its staged branch before it reads the flag.
+        return NormConfig(block_n, 1, warps, runtime.sm_count(device) // split * split, num_stages=ring,
+                          tiled=direction == "fwd", staged=True, split=split)
     if direction == "fwd":
         table, tiled_default = FWD_CONFIGS, FWD_TILED
     else:
