@@ -527,8 +527,8 @@ def test_staged_backward(norm, dtype, monkeypatch, request):
     # programs (BWD_SPLIT) in whole chunks and with a last chunk of one run or 33. Rows padded in
     # memory, a large mean, several rows a program, with and without parameters, float32
     # parameters of 16-bit inputs (fewer rows in flight: they take more shared memory), one
-    # gradient of two. Then one, two and three rows in flight in 4 warps, whole and split, each
-    # program's ring going round several times.
+    # gradient of two. Then a NaN in a split row. Then one, two and three rows in flight in 4 warps,
+    # whole and split, each program's ring going round several times.
     cuda = torch.device("cuda")
     rms = norm == "rms_norm"
     rows = 3 * runtime.sm_count(cuda) + 5
@@ -558,6 +558,12 @@ def test_staged_backward(norm, dtype, monkeypatch, request):
             # so an absolute limit says nothing: in float32 they differed by 1.5e-5, 8e-8 relative)
             assert dw is None and torch.equal(dx, dx_all)
             assert relative_error(db.float(), db_all.float()) <= 2 * torch.finfo(dtype).eps
+    # A NaN in a split row spoils that row's sums, so all its dx, and no other row's; no program
+    # waits for it forever.
+    x, dy = random_tensor((rows, 65536), dtype, cuda), random_tensor((rows, 65536), dtype, cuda)
+    dy[5, 7] = float("nan")
+    dx = _backward_of(norm, x, _params(norm, 65536, dtype, cuda), dy)[0]
+    assert dx[5].isnan().all() and not dx[torch.arange(rows, device=cuda) != 5].isnan().any()
     monkeypatch.setattr(norms_module, "BWD_STAGED", {key: (256, 16384, 4, 3) for key in norms_module.BWD_STAGED})
     norm_config.cache_clear()
     request.addfinalizer(norm_config.cache_clear)

@@ -347,18 +347,25 @@ def _pack_sums(s, q):
 
 
 @gluon.jit
-def _split_row_stats(shares, share_ptrs, parts, N, CHUNK: gl.constexpr, SPLIT: gl.constexpr, RMS: gl.constexpr):
-    # A split row's mean and variance from its programs' shares, loaded by the caller ahead of use
-    # (0 past the SPLIT real ones). Until every share is published (none is -1 any more), read them
-    # again. Each layer-norm share holds its chunk's sum and the chunk's sum of squares about its
-    # own mean; combined as in Chan, Golub and LeVeque's pairwise variance, they lose nothing to a
-    # mean large against the spread.
+def _wait_for_shares(shares, share_ptrs, parts, SPLIT: gl.constexpr):
+    # A split row's shares, one a program, loaded by the caller ahead of use (0 past the SPLIT real
+    # ones): until every one is published (none is -1 any more), read them again. Returns the two
+    # sums of each share.
     missing = gl.max((shares == -1).to(gl.int32), axis=0)
     while missing > 0:
         shares = gl.load(share_ptrs, mask=parts < SPLIT, other=0, volatile=True)
         missing = gl.max((shares == -1).to(gl.int32), axis=0)
     s = (shares & 0xFFFFFFFF).to(gl.int32).to(gl.float32, bitcast=True)
     q = (shares >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+    return s, q
+
+
+@gluon.jit
+def _split_row_stats(shares, share_ptrs, parts, N, CHUNK: gl.constexpr, SPLIT: gl.constexpr, RMS: gl.constexpr):
+    # A split row's mean and variance from its programs' shares. Each layer-norm share holds its
+    # chunk's sum and the chunk's sum of squares about its own mean; combined as in Chan, Golub and
+    # LeVeque's pairwise variance, they lose nothing to a mean large against the spread.
+    s, q = _wait_for_shares(shares, share_ptrs, parts, SPLIT)
     if RMS:
         mean = 0.0
         var = gl.sum(q, axis=0) / N
@@ -664,19 +671,10 @@ def _staged_row_sums(buf, slot, w_smem, mean, layout: gl.constexpr, RMS: gl.cons
 
 
 @gluon.jit
-def _gather_row_sums(sums_ptr, count_ptr, row, SPLIT: gl.constexpr):
-    # A split row's two sums: wait until all SPLIT programs of the row have published their
-    # shares (the counter), then add the shares up, read from L2 (not the SM's own cache).
-    seen = gl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-    while seen < SPLIT:
-        seen = gl.atomic_add(count_ptr + row, 0, sem="acquire", scope="gpu")
-    first = sums_ptr + row.to(gl.int64) * SPLIT * 2
-    s1 = 0.0
-    s2 = 0.0
-    for k in gl.static_range(SPLIT):
-        s1 += gl.load(first + 2 * k, cache_modifier=".cg")
-        s2 += gl.load(first + 2 * k + 1, cache_modifier=".cg")
-    return s1, s2
+def _gather_row_sums(shares, share_ptrs, parts, SPLIT: gl.constexpr):
+    # A split row's two sums: its programs' shares added up, once all are published.
+    s1, s2 = _wait_for_shares(shares, share_ptrs, parts, SPLIT)
+    return gl.sum(s1, axis=0), gl.sum(s2, axis=0)
 
 
 @gluon.jit
@@ -706,10 +704,9 @@ def _staged_row_out(x_desc, dy_desc, buf, ready, slot, w_smem, dx_ptr, row, next
 
 @gluon.jit
 def norm_bwd_staged_kernel(
-    x_desc, dy_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr, sums_ptr, count_ptr,
-    M, N, stride_dx,
+    x_desc, dy_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr, shares_ptr, M, N, stride_dx,
     RMS: gl.constexpr, HAS_W: gl.constexpr, DW: gl.constexpr, DB: gl.constexpr,
-    RING: gl.constexpr, SPLIT: gl.constexpr, WARPS: gl.constexpr,
+    RING: gl.constexpr, SPLIT: gl.constexpr, SHARES: gl.constexpr, WARPS: gl.constexpr,
 ):
     # Rows of x and dy staged in shared memory, a chunk of each a row (see _rows.py), RING rows at
     # a time, in a persistent grid of one program per SM. With SPLIT > 1 a row is SPLIT chunks,
@@ -719,12 +716,14 @@ def norm_bwd_staged_kernel(
     # RING rows ahead. Pass 1 takes the row sums; pass 2 reads the slots again, writes dx, adds the
     # row's dy · x̂ and dy to the dweight and dbias sums held in registers, and hands the slots over
     # to the copy of row i + RING. The weights sit in shared memory all along.
-    # A split row's programs publish their shares of the sums (sums_ptr, then count_ptr) and each
-    # waits for the others'. The launch is cooperative, so every program runs at once and the wait
-    # ends. Each program runs pass 2 of a row after pass 1 of the next, so that the wait overlaps
-    # the next row's work.
+    # A split row's programs trade their shares of the sums as the split forward does (one relaxed
+    # 8-byte exchange each, shares_ptr[row, part], -1 until published). The launch is cooperative,
+    # so every program runs at once and the wait ends. Each program runs pass 2 of a row after pass
+    # 1 of the next, having asked for the row's shares before that pass 1, so that the wait
+    # overlaps the next row's work.
     CHUNK: gl.constexpr = x_desc.block_type.shape[1] * x_desc.block_type.shape[2]
     layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
+    share_layout: gl.constexpr = gl.BlockedLayout([SHARES], [32], [WARPS], [0])
     pid = gl.program_id(0)
     part = pid % SPLIT
     first_row = pid // SPLIT
@@ -735,6 +734,7 @@ def norm_bwd_staged_kernel(
         stage_chunk(dy_desc, buf, ready, first_row + k * step, part, 2 * k + 1, M)
     cols = part * CHUNK + offs
     col_mask = cols < N
+    parts = gl.arange(0, SHARES, layout=share_layout)
     if HAS_W:
         w_smem = gl.allocate_shared_memory(w_ptr.dtype.element_ty, offs.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
                                            gl.load(w_ptr + cols, mask=col_mask, other=0.0))
@@ -750,6 +750,9 @@ def norm_bwd_staged_kernel(
     for row in range(first_row, M, step):
         slot = 2 * (i % RING)
         phase = (i // RING) & 1
+        if SPLIT > 1:
+            prev_ptrs = shares_ptr + prev_row.to(gl.int64) * SPLIT + parts
+            prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
         rstd = gl.load(rstd_ptr + row)
         if RMS:
             mean = 0.0
@@ -766,13 +769,10 @@ def norm_bwd_staged_kernel(
                                              part, mean, rstd, s1, s2, dw_acc, db_acc, cols, col_mask, M, N, stride_dx,
                                              layout, HAS_W, DW, DB)
         else:
-            share = sums_ptr + (row.to(gl.int64) * SPLIT + part) * 2
-            gl.store(share, s1)
-            gl.store(share + 1, s2)
-            thread_barrier()  # every warp's stores before the release
-            gl.atomic_add(count_ptr + row, 1, sem="release", scope="gpu")
+            gl.atomic_xchg(shares_ptr + row.to(gl.int64) * SPLIT + part, _pack_sums(s1, s2), sem="relaxed",
+                           scope="gpu")
             if i > 0:
-                s1, s2 = _gather_row_sums(sums_ptr, count_ptr, prev_row, SPLIT)
+                s1, s2 = _gather_row_sums(prev_shares, prev_ptrs, parts, SPLIT)
                 dw_acc, db_acc = _staged_row_out(x_desc, dy_desc, buf, ready, prev_slot, w_smem, dx_ptr, prev_row,
                                                  prev_row + RING * step, part, prev_mean, prev_rstd, s1, s2, dw_acc,
                                                  db_acc, cols, col_mask, M, N, stride_dx, layout, HAS_W, DW, DB)
@@ -783,7 +783,9 @@ def norm_bwd_staged_kernel(
         i += 1
     if SPLIT > 1:
         if i > 0:  # the last row's pass 2
-            s1, s2 = _gather_row_sums(sums_ptr, count_ptr, prev_row, SPLIT)
+            prev_ptrs = shares_ptr + prev_row.to(gl.int64) * SPLIT + parts
+            prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+            s1, s2 = _gather_row_sums(prev_shares, prev_ptrs, parts, SPLIT)
             dw_acc, db_acc = _staged_row_out(x_desc, dy_desc, buf, ready, prev_slot, w_smem, dx_ptr, prev_row,
                                              prev_row + RING * step, part, prev_mean, prev_rstd, s1, s2, dw_acc,
                                              db_acc, cols, col_mask, M, N, stride_dx, layout, HAS_W, DW, DB)
@@ -1543,17 +1545,15 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     if cfg.staged and stageable(x2) and stageable(dy2):
         groups = cfg.programs // cfg.split
         partials = torch.empty((len(sums), groups, n), dtype=torch.float32, device=x.device)
-        if cfg.split > 1:  # each program's shares of its rows' sums, and a counter of shares a row
-            shares = torch.empty((m, cfg.split, 2), dtype=torch.float32, device=x.device)
-            count = torch.zeros(m, dtype=torch.int32, device=x.device)
-        else:
-            shares = count = rstd  # not read
+        # Each program's share of each row's sums, -1 (all bits set) until published.
+        shares = torch.full((m, cfg.split), -1, dtype=torch.int64, device=x.device) if cfg.split > 1 else rstd
         runs = cfg.block_n // STAGED_VIEW
         norm_bwd_staged_kernel[(cfg.programs,)](
             staged_descriptor(x2, runs), staged_descriptor(dy2, runs), dx2, w, stats, rstd,
-            *_partial_rows(partials, dw, db), shares, count,
+            *_partial_rows(partials, dw, db), shares,
             m, n, dx2.stride(0), RMS=rms, HAS_W=weight is not None, DW=dw is not None, DB=db is not None,
-            RING=cfg.num_stages, SPLIT=cfg.split, WARPS=cfg.num_warps, num_warps=cfg.num_warps,
+            RING=cfg.num_stages, SPLIT=cfg.split, SHARES=next_power_of_2(cfg.split), WARPS=cfg.num_warps,
+            num_warps=cfg.num_warps,
             launch_cooperative_grid=cfg.split > 1)
         _sum_partials(partials, grads)
         return dx, dw, db
