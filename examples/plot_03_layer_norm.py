@@ -204,34 +204,39 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   chunk's weights and biases in registers for the whole kernel, and the TMA copies its chunk
 #   of each row into shared memory, several rows ahead. The statistics need the whole row, so
 #   the programs of a group trade their sums through global memory, and each waits for the
-#   others' before it writes ``y``. That trade was most of the cost. Done as the backward does
-#   it (two stores, then a counter raised with release semantics, then a loop that waits on it),
-#   bfloat16 layer norm ran at 0.59 of the ceiling; the same kernel with its exchange cut down
-#   to the two stores and a relaxed add to the counter, with no wait and no reads (wrong output,
-#   timing only), at 0.87. A release is a fence: it waits until every earlier store of the
-#   program, all of ``y`` so far, has landed. The kernel now packs its two sums for a row into
-#   one 8-byte word, publishes it with a relaxed atomic exchange, and asks for the previous
-#   row's words before it starts on the current one; a word still ``-1`` has not arrived. In one
-#   interleaved run (H200, triton 3.6, torch 2.11, 2026-11-29, 4096 x 65536) layer norm ran at
-#   0.81 of the ceiling in bfloat16 and 0.91 in float32, against 0.76 and 0.74 for the two
-#   passes over tiles; RMS norm at 0.92 and 0.91, against 0.90 and 0.88 for whole rows staged by
-#   one program, the path it replaced. The recorded run behind the plots below agrees in float32
-#   (0.92 for both norms) but has the 16-bit rows slower: layer norm 0.75 in bfloat16, RMS norm
-#   0.88. A 16-bit program moves half the bytes per row that a float32 one does, so it waits on
-#   the exchange twice as often per byte; why the two runs disagree is not yet measured.
+#   others' before it writes ``y``. That trade was most of the cost. Done with two stores, then
+#   a counter raised with release semantics, then a loop that waits on it, bfloat16 layer norm
+#   ran at 0.59 of the ceiling; the same kernel with its exchange cut down to the two stores and
+#   a relaxed add to the counter, with no wait and no reads (wrong output, timing only), at 0.87.
+#   A release is a fence: it waits until every earlier store of the program, all of ``y`` so
+#   far, has landed. The kernel now packs its two sums for a row into one 8-byte word, publishes
+#   it with a relaxed atomic exchange, and asks for the previous row's words before it starts on
+#   the current one; a word still ``-1`` has not arrived. In float32 that is the fast path: 0.92
+#   of the ceiling for both norms in the recorded run behind the plots below, where the paths
+#   it replaced ran at 0.74-0.75 (layer norm, two passes over tiles) and 0.87-0.89 (RMS norm,
+#   whole rows staged by one program) in the record before it and in the interleaved run of
+#   2026-12-01. 16-bit rows gain little or nothing. Two interleaved runs on
+#   the same GPU disagree on the order: on 2026-11-29 bfloat16 layer norm split ran at 0.81
+#   against 0.76 for the tiles, RMS norm at 0.92 against 0.90 for one program a row; on
+#   2026-12-01 at 0.75 against 0.75 and 0.885 against 0.90 (H200, triton 3.6, torch 2.11, 4096 x
+#   65536), which is where the record stands too. A 16-bit program moves half the bytes per row
+#   that a float32 one does, so it waits on the exchange twice as often per byte.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
 #
 # RMS norm is the same kernel compiled with ``RMS=True``: the constant removes the mean and the
 # bias from the code, so each norm gets its own machine code with no run-time branch. The split
-# forward of long rows, and the two helpers that trade and combine the sums:
+# forward of long rows, and the three helpers that pack, wait for and combine the sums:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_split_kernel
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: _pack_sums
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
+#    :pyobject: _wait_for_shares
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: _split_row_stats
@@ -402,13 +407,16 @@ for n in (1024, 4096, 8192):
 # back for every row, it ran 12-14% slower.
 #
 # Rows longer than a program's shared memory take the same kernel with ``SPLIT`` programs to a
-# row (``BWD_SPLIT``): each program stages its own chunk of the row, 16384 columns in 16-bit,
-# takes its share of the two sums, writes it to global memory and counts itself done on the row's
-# counter. It waits for the other shares only after its first pass over the next row, so that the
-# wait overlaps work. The launch is cooperative: CUDA starts it only if every program runs at
-# once, or no program could wait for one that never starts. At 4096 x 65536 that took the
-# backward from about 0.58 of the copy ceiling (the tiled path) to 0.72-0.83, 25-39% faster (H200,
-# triton 3.6, torch 2.11, 2026-11-29, one interleaved run).
+# row (``BWD_SPLIT``): each program stages its own chunk of the row and takes its share of the
+# two sums, and the programs of a row trade their shares as the split forward does, one 8-byte
+# word each. A program waits for the other shares only after its first pass over the next row,
+# so that the wait overlaps work. The launch is cooperative: CUDA starts it only if every
+# program runs at once, or no program could wait for one that never starts. The exchange
+# matters here as much as in the forward. With the release counter the backward ran at 0.72-0.80
+# of the copy ceiling in layer norm and 0.77-0.83 in RMS norm at 4096 x 65536; with the packed
+# words, at 0.88 (bfloat16), 0.90 (float16) and 0.96 (float32) in layer norm and 0.97 in RMS
+# norm, against 0.58-0.60 for the tiled path (H200, triton 3.6, torch 2.11, 2026-12-01, one
+# interleaved run of the three).
 #
 # A row of 5120 columns sits in a tile of 8192 with 3072 lanes masked. Held as a tile of 4096 and
 # one of 1024, as the softmax forward holds it (see its lesson), bfloat16 layer norm's backward

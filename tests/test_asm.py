@@ -189,6 +189,37 @@ def test_split_norm_forward_fits_and_trades_sums_without_a_fence(monkeypatch, re
 
 
 @needs_cuda_compiler
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("rms", [False, True], ids=["layer_norm", "rms_norm"])
+def test_split_norm_backward_trades_sums_without_a_fence(monkeypatch, request, rms, dtype):
+    # The split backward of 4096 rows of 65536 as a Hopper GPU with 132 SMs plans it: its ring of x
+    # and dy fits in shared memory beside the weights, and the programs trade a row's two sums as
+    # the split forward does, one relaxed 8-byte exchange out, 16-byte volatile loads back (ahead
+    # of the row's pass 2 and while a share is missing, in the loop and for the last row), no fence.
+    monkeypatch.setattr(norms, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
+    monkeypatch.setattr(norms.runtime, "sm_count", lambda device: 132)
+    norms.norm_config.cache_clear()
+    request.addfinalizer(norms.norm_config.cache_clear)
+    cfg = norms.norm_config(4096, 65536, "bwd", "cpu", itemsize=dtype.itemsize, rms=rms, weight_itemsize=dtype.itemsize)
+    assert cfg.staged and cfg.split == 65536 // cfg.block_n > 1
+    ty = {torch.bfloat16: "bf16", torch.float32: "fp32"}[dtype]
+    desc = mangle_type(_rows.staged_descriptor(torch.empty(8, 65536, dtype=dtype), cfg.block_n // _rows.STAGED_VIEW))
+    sig = {"x_desc": desc, "dy_desc": desc, "dx_ptr": "*" + ty, "w_ptr": "*" + ty, "mean_ptr": "*fp32",
+           "rstd_ptr": "*fp32", "dw_part_ptr": "*fp32", "db_part_ptr": "*fp32", "shares_ptr": "*i64", "M": "i32",
+           "N": "i32", "stride_dx": "i32"}
+    consts = {"RMS": rms, "HAS_W": True, "DW": True, "DB": not rms, "RING": cfg.num_stages, "SPLIT": cfg.split,
+              "SHARES": cfg.split, "WARPS": cfg.num_warps}
+    c = asm.compile_for_hopper(norms.norm_bwd_staged_kernel, sig, consts, num_warps=cfg.num_warps, divisible_by_16=list(sig))
+    assert cfg.num_stages * 2 * cfg.block_n * dtype.itemsize <= c.shared_bytes <= 227 * 1024
+    loads_a_site = cfg.split * 8 // 16
+    assert asm.count(c.ptx, r"\bld\.volatile\.global\.") == asm.count(c.ptx, r"\bld\.volatile\.global\.v2\.b64") == 4 * loads_a_site
+    assert asm.count(c.ptx, r"\batom\.global\.gpu\.relaxed\.exch\.b64") == 1
+    assert asm.count(c.ptx, r"\b(membar|fence\.(sc|acq_rel))\b") == 0 and asm.count(c.ptx, r"\batom\.") == 1
+    if c.resources is not None:
+        assert c.resources.local_bytes == 0
+
+
+@needs_cuda_compiler
 def test_softmax_online_pass_takes_one_exponential_per_element():
     # The online forward takes each tile's maximum before its exponentials, so pass 1 costs one
     # exponential per element (plus the rescaling, one per tile) and pass 2 one more. The earlier

@@ -1004,22 +1004,24 @@ BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
 # chunks of that many columns, one per program (NormConfig.split): a group of programs shares each
 # row, and they trade their shares of the row sums through global memory (norm_bwd_staged_kernel).
 # Unlike the banded one-kernel attempt described below, the copies of later rows are in flight
-# while a program waits, and the wait itself overlaps the next row's first pass. As committed,
-# against the tiled path, interleaved on an H200 (triton 3.6, torch 2.11, 2026-11-29, 4096 x
-# 65536, weights in x's dtype, five rounds, GB/s): layer norm bfloat16 3041 against 2430, float16
-# 3126 against 2446, float32 3361 against 2518; RMS norm bfloat16 3288 against 2493, float16 3343
-# against 2480, float32 3529 against 2541. The probes before it (same GPU and day, gradients
-# checked against the tiled path's; GB/s and fraction of the copy ceiling, the tiled path in
-# parentheses): with each program's pass 2 of a row after its pass 1 of the next, in 8 warps,
-# three rows in flight, layer norm bfloat16 3056, 0.72 (2406, 0.57), float16 3109, 0.73 (2423,
-# 0.57), float32 in chunks of 8192 3351, 0.79 (2475, 0.58); RMS norm bfloat16 3295, 0.78 (2468,
-# 0.58), float32 3568, 0.84 (2510, 0.59); RMS norm bfloat16 16384 x 65536 3351, 0.79 (2504, 0.59).
-# 16 warps: layer norm bfloat16 3016, RMS norm 3118. Waiting for each row's sums before its pass
-# 2, two rows in flight: layer norm bfloat16 2856-2869, RMS norm 3042-3043, float32 in chunks of
-# 8192 2823-2857 and 2970; 16-bit rows in chunks of 8192, three rows in flight, 1676 and 1732.
-# Two rows in flight, which is what 16-bit rows with float32 weights get (three do not fit), are
-# untimed. The backward still trades its sums with a release counter, the exchange that cost the
-# split forward most of its speed (see FWD_SPLIT); the forward's 8-byte exchange is untried here.
+# while a program waits, and the wait itself overlaps the next row's first pass. The programs
+# trade their shares as the split forward does (see FWD_SPLIT): one 8-byte word each, published
+# with a relaxed exchange. Against the release counter it replaced and the tiled path,
+# interleaved on an H200 (triton 3.6, torch 2.11, 2026-12-01, 4096 x 65536, weights in x's
+# dtype, GB/s, fraction of the copy ceiling; counter, tiled): layer norm bfloat16 3699, 0.88
+# (3034, 2439), float16 3781, 0.90 (3128, 2458), float32 4060, 0.96 (3355, 2518); RMS norm
+# bfloat16 4115, 0.97 (3264, 2489), float16 4116, 0.97 (3338, 2476), float32 4117, 0.97 (3507,
+# 2537). The probes of the counter version (2026-11-29, gradients checked against the tiled
+# path's; GB/s and fraction of the copy ceiling, the tiled path in parentheses): with each
+# program's pass 2 of a row after its pass 1 of the next, in 8 warps, three rows in flight,
+# layer norm bfloat16 3056, 0.72 (2406, 0.57), float16 3109, 0.73 (2423, 0.57), float32 in
+# chunks of 8192 3351, 0.79 (2475, 0.58); RMS norm bfloat16 3295, 0.78 (2468, 0.58), float32
+# 3568, 0.84 (2510, 0.59); RMS norm bfloat16 16384 x 65536 3351, 0.79 (2504, 0.59). 16 warps:
+# layer norm bfloat16 3016, RMS norm 3118. Waiting for each row's sums before its pass 2, two
+# rows in flight: layer norm bfloat16 2856-2869, RMS norm 3042-3043, float32 in chunks of 8192
+# 2823-2857 and 2970; 16-bit rows in chunks of 8192, three rows in flight, 1676 and 1732. Two
+# rows in flight, which is what 16-bit rows with float32 weights get (three do not fit), are
+# untimed.
 # (RMS, bytes per element): (most columns, columns a chunk, num_warps, rows in flight)
 BWD_SPLIT = {(False, 2): (65536, 16384, 8, 3), (True, 2): (65536, 16384, 8, 3),
              (False, 4): (65536, 8192, 8, 3), (True, 4): (65536, 8192, 8, 3)}
@@ -1098,11 +1100,19 @@ FWD_FLOAT32_LONG = (24576, 32768)
 # 0.897), float32 0.910 (0.884). The recorded run of this kernel (H200, same versions and day,
 # commit 3e0f82d) agrees in float32 (layer norm 0.92, RMS norm 0.92) but not in 16-bit: layer norm
 # bfloat16 0.75, float16 0.76, RMS norm bfloat16 0.88, float16 0.89, where the record before it
-# (commit 194bc97) had the replaced paths at 0.77, 0.77, 0.90 and 0.90. A 16-bit program moves
-# half the bytes a row that a float32 one does, so it pays for the exchange twice as often per
-# byte; why the two runs disagree is not yet measured.
-# How it got there, same GPU and day:
-# - The first version published its shares as the backward does (two stores, a release counter,
+# (commit 194bc97) had the replaced paths at 0.77, 0.77, 0.90 and 0.90. A second interleaved run
+# (same GPU and versions, 2026-12-01, the replaced paths in parentheses) sides with the record:
+# layer norm bfloat16 0.751 (tiled 0.751; the default before, 0.743), float16 0.760 (0.755,
+# 0.746), float32 0.924 (0.740); RMS norm bfloat16 0.885 (staged 0.900), float16 0.890 (0.901),
+# float32 0.917 (0.868). In 16-bit the split ties layer norm's tiled path, and loses 1-2% to the
+# whole-row RMS norm kernel it replaced (removed; the tiled path left in its place ran at 0.80).
+# A 16-bit program moves half the bytes a row that a float32 one does, so it pays for the
+# exchange twice as often per byte. In the same GPU's runs of that day, also interleaved: layer norm bfloat16 in
+# 16 warps 0.690-0.701, 4 rows in flight instead of 7 0.765; each chunk's two sums in one
+# reduction about a shift read from memory (x's first column of the chunk) 0.701, float16 0.713,
+# float32 0.935 (0.927).
+# How it got there (2026-11-29):
+# - The first version published its shares as the backward then did (two stores, a release counter,
 #   an acquire wait, then the loads): layer norm bfloat16 0.589, float32 0.812. Timing only, with
 #   wrong results: without the wait 0.669; without reading the shares at all 0.806; without the
 #   counter's release (a fence that waits for the program's earlier stores of y) either 0.866
