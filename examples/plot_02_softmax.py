@@ -357,16 +357,18 @@ for path, knobs in [("fused", {}), ("online", dict(max_fused_n=64, tile_n=64, sp
 # on the H200 (triton 3.6, torch 2.11, 2026-11-24) that took the backward of 4096 rows of 65536
 # from 0.75 of the ceiling (online) to 0.95 in both 16-bit dtypes.
 #
-# A float32 pair would leave too much for registers. There ``y`` alone is staged, as the forward
-# stages ``x``, and ``dy`` is read from memory twice (``softmax_bwd_staged_y_kernel``). The first
-# read asks L2 to keep the row (``evict_last``): one row a program is 256 KB at 65536 columns,
-# about 33 MB over 132 SMs, less than L2 holds, so the second read can find it there. In one
-# interleaved run on the H200 (same versions and day) the backward of 4096 float32 rows of 65536
-# went from 0.67 of the ceiling (online) to 0.805, and of 40960 from 0.72 to 0.86; on the H100,
-# from 0.67 to 0.81 and from 0.70 to 0.86. Without the two cache hints the same kernel ran at
-# 0.77 on the H100 (65536 columns). Loading each chunk of ``dy`` one chunk ahead of its use, so
-# that it is in flight while the program waits for the chunk of ``y`` before it, added about 1% at
-# 65536 columns and 2-5% at 40960 and 49152 (three H200 runs).
+# A float32 pair would leave too much for registers. There each row is shared out among a group
+# of programs, as the layer-norm lesson's longest rows are: each program stages a 32 KB chunk of
+# ``y`` and one of ``dy``, three rows ahead, and publishes its chunk's share of the dot product in
+# one 8-byte word; each waits for the others' shares of a row only after its first pass over the
+# next row (``softmax_bwd_staged_split_kernel``). The kernel it replaced staged ``y`` alone and
+# read ``dy`` from memory twice, asking L2 to keep the row between the two reads. In one
+# interleaved run on the H200 (triton 3.6, torch 2.11, 2026-12-01) the float32 backward of 4096
+# rows of 65536 went from 0.80 of the ceiling to 0.97, of 4096 rows of 40960 from 0.87 to 0.98,
+# and of 16384 rows of 65536 from 0.81 to 0.98.
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
+#    :pyobject: softmax_bwd_staged_split_kernel
 #
 # :func:`~tritonperf.softmax` is differentiable through a
 # ``torch.autograd.Function``; the gradient is checked against float64 autograd:
@@ -489,7 +491,8 @@ for doc, live in results:
 #   three-pass algorithm into two passes over tiles, for rows of any length.
 # * Between the two, shared memory: a row that fits there can be read twice from the chip and
 #   once from memory. Plain Triton chooses what goes to shared memory; Gluon lets the program
-#   choose.
+#   choose. A row too long for one program's shared memory can be shared out among several,
+#   if what they trade is cheap: one 8-byte word a program, with no fence.
 # * Subtract the maximum; check edge values (``-inf`` rows, large magnitudes) against torch.
 # * Tell the compiler what it cannot see: a row length that is a multiple of 8 but not of 16
 #   costs a quarter of the bandwidth until the kernel is told.

@@ -232,11 +232,11 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_split_kernel
 #
-# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
-#    :pyobject: _pack_sums
+# .. literalinclude:: ../../src/tritonperf/kernels/_rows.py
+#    :pyobject: pack_sums
 #
-# .. literalinclude:: ../../src/tritonperf/kernels/norms.py
-#    :pyobject: _wait_for_shares
+# .. literalinclude:: ../../src/tritonperf/kernels/_rows.py
+#    :pyobject: wait_for_shares
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: _split_row_stats

@@ -588,7 +588,7 @@ def test_staged_backward(norm, dtype, monkeypatch, request):
 def test_staged_backward_config(monkeypatch, request):
     assert not norm_config(4096, 16384, "bwd", "cpu", itemsize=2).staged  # the CPU: no shared memory
     # A stand-in for a Hopper GPU: 227 KB of shared memory a program.
-    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes + 1024 <= 227 * 1024)
     norm_config.cache_clear()
     request.addfinalizer(norm_config.cache_clear)
     for (rms, itemsize), (fewest, most, warps, ring) in BWD_STAGED.items():
@@ -619,7 +619,7 @@ def test_staged_backward_config(monkeypatch, request):
     assert norm_config(4096, 16384, "bwd", "cpu", itemsize=2).num_stages == 2
     assert norm_config(4096, 16384, "bwd", "cpu", itemsize=4).num_stages == 1
     assert norm_config(4096, 8192, "bwd", "cpu", itemsize=4).num_stages == 3
-    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: False)  # nothing fits
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: False)  # nothing fits
     norm_config.cache_clear()
     assert not norm_config(4096, 16384, "bwd", "cpu", itemsize=2).staged
 
@@ -628,7 +628,7 @@ def test_split_forward_config(monkeypatch, request):
     n = FWD_SPLIT_N[1]
     assert not norm_config(4096, n, "fwd", "cpu", itemsize=2).staged  # the CPU: no shared memory
     # A stand-in for a Hopper GPU: shared memory for seven chunks of 32 KB.
-    monkeypatch.setattr(norms_module, "can_stage_rows", lambda device, row_bytes: row_bytes <= 7 * 32768)
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 7 * 32768)
     norm_config.cache_clear()  # configurations are cached: drop those made without the stand-in
     request.addfinalizer(norm_config.cache_clear)  # ... and those made with it
     for rms in (False, True):

@@ -20,7 +20,8 @@ from tritonperf.kernels.softmax import (
     PREFETCH_STAGES,
     STAGED_CHUNK_ROWS,
     STAGED_MAX_N,
-    STAGED_RELOAD_WARPS,
+    STAGED_SPLIT_RING,
+    STAGED_SPLIT_WARPS,
     STAGED_VIEW,
     STAGED_WARPS,
     softmax,
@@ -407,15 +408,12 @@ def test_plan_stages_long_rows_where_it_can(monkeypatch):
         assert (plan.path, plan.chunks, plan.held, plan.chunk_n, plan.num_warps, plan.grid) == (
             "staged", STAGED_MAX_N // chunk, held, chunk, STAGED_WARPS, 4)  # one program per SM (4 on the CPU)
     # The backward stages a row of y and one of dy: 16-bit rows of 65536 are 8 chunks, the last of
-    # dy held in registers. A float32 pair would need more in registers: y is staged alone, its
-    # eighth chunk held, and dy read twice.
+    # dy held in registers. A float32 pair would need more in registers: its rows are shared out
+    # among programs (below), but not on 4 SMs, fewer than a row's 8 chunks.
     plan = softmax_plan(4096, STAGED_MAX_N, h, "bwd")
-    assert (plan.path, plan.chunks, plan.held, plan.num_warps, plan.reload) == ("staged", 4, 1, STAGED_WARPS, False)
+    assert (plan.path, plan.chunks, plan.held, plan.num_warps, plan.programs_per_row) == ("staged", 4, 1, STAGED_WARPS, 1)
     assert softmax_plan(4096, 40960, h, "bwd").held == 0  # 3 chunks each
-    plan = softmax_plan(4096, STAGED_MAX_N, f, "bwd")
-    assert (plan.path, plan.chunks, plan.held, plan.num_warps, plan.reload) == ("staged", 8, 1, STAGED_RELOAD_WARPS,
-                                                                                 True)
-    assert softmax_plan(4096, 40960, f, "bwd").held == 0  # 5 chunks of y
+    assert softmax_plan(4096, STAGED_MAX_N, f, "bwd").path == "online"
     assert softmax_plan(4096, STAGED_MAX_N, f, "bwd", num_warps=8).path == "online"  # a knob: the Triton kernels
     assert softmax_plan(4096, MAX_FUSED_N, h, "bwd").path == "fused"
     runs = MAX_FUSED_N // STAGED_VIEW + 1  # a last chunk of one run
@@ -453,6 +451,21 @@ def test_plan_stages_long_rows_where_it_can(monkeypatch):
     # FUSED_ROWS overrides the packing rule: two rows of 513-1024 columns a program.
     assert softmax_plan(4096, 1000, h).rows_per_program == softmax_plan(4096, 1024, f, "bwd").rows_per_program == 2
     assert softmax_plan(4096, 512, h).rows_per_program == FUSED_ELEMENTS // 512
+    # Float32 rows of the backward on 132 SMs: a chunk of y and one of dy to a program, as many
+    # programs to a row as chunks, the grid a whole number of rows' groups, up to
+    # STAGED_SPLIT_RING rows in flight where shared memory takes them, and no split below two.
+    monkeypatch.setattr(runtime, "sm_count", lambda device: 132)
+    for room, ring in ((7, STAGED_SPLIT_RING), (5, 2), (3, None)):
+        monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes, room=room: row_bytes <= room * 32768)
+        for cols, per_row in ((STAGED_MAX_N, 8), (40960, 5), ((MAX_FUSED_N // STAGED_VIEW + 1) * STAGED_VIEW, 5)):
+            plan = softmax_plan(4096, cols, f, "bwd")
+            if ring is None:
+                assert plan.path == "online"
+                continue
+            assert (plan.path, plan.chunks, plan.programs_per_row, plan.chunk_n, plan.num_stages, plan.num_warps,
+                    plan.held, plan.grid) == ("staged", per_row, per_row, 8192, ring, STAGED_SPLIT_WARPS, 0,
+                                              132 // per_row * per_row)
+    assert softmax_plan(131, STAGED_MAX_N, f, "bwd").path == "split"  # fewer rows than SMs
 
 
 # -- bad input ------------------------------------------------------------------------------------
@@ -582,7 +595,7 @@ def test_offsets_past_2_31_elements(rows, cols):
 
 @gpu_only
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
-def test_staged_rows(dtype):
+def test_staged_rows(dtype, monkeypatch):
     # Rows of 32769-65536 columns on Hopper: copied into shared memory in chunks; the last chunk of
     # a float32 row of more than 7 chunks (57345 columns on) held in registers. A full ring of
     # chunks, a ragged last chunk (129 and 253 runs of 256), rows padded in memory, more rows than
@@ -606,17 +619,28 @@ def test_staged_rows(dtype):
         assert_close(y[[0, *range(2, rows)]], ref[[0, *range(2, rows)]], dtype)
         assert relative_error(y[2:], ref[2:]) <= 2 * _torch_error(x[2:]) + 1e-7
         # The backward of 16-bit rows stages y and dy, the last chunk of dy of rows of more than
-        # 49152 columns (four chunks of each, eight in all) held in registers; float32 rows stage
-        # y alone, as the forward stages x, and read dy twice.
+        # 49152 columns (four chunks of each, eight in all) held in registers; float32 rows are
+        # shared out among programs, a chunk of 8192 columns of y and of dy to each.
         bwd = softmax_plan(rows, cols, dtype, "bwd", cuda)
         assert bwd.path == ("staged" if hopper else "online")
-        assert bwd.reload == (hopper and dtype == torch.float32)
-        assert bwd.held == (1 if hopper and cols > (7 * 8192 if bwd.reload else 3 * 16384) else 0)
+        assert bwd.programs_per_row == (-(-cols // 8192) if hopper and dtype == torch.float32 else 1)
+        assert bwd.held == (1 if hopper and dtype != torch.float32 and cols > 3 * 16384 else 0)
         y = ref[2:].to(dtype)
         dy = random_tensor((rows - 2, stride), dtype, cuda)[:, :cols]
         dx = poisoned(y.shape, dtype, cuda)
         softmax_backward(y, dy, dx)
         assert_close(dx, softmax_backward_reference(y.double(), dy.double()), dtype)
+    # A NaN in a row shared out among programs spoils that row's sum, so all its dx, and no other
+    # row's; no program waits for it forever. Then two rows in flight instead of three.
+    y = softmax(random_tensor((rows, STAGED_MAX_N), dtype, cuda))
+    dy = random_tensor(y.shape, dtype, cuda)
+    dy[5, 7] = float("nan")
+    dx = softmax_backward(y, dy)
+    assert dx[5].isnan().all() and not dx[torch.arange(rows, device=cuda) != 5].isnan().any()
+    monkeypatch.setattr(softmax_module, "STAGED_SPLIT_RING", 2)
+    assert softmax_plan(rows, STAGED_MAX_N, dtype, "bwd", cuda).num_stages == (2 if hopper and dtype == torch.float32 else 1)
+    dy[5, 7] = 0.0
+    assert_close(softmax_backward(y, dy), softmax_backward_reference(y.double(), dy.double()), dtype)
     # Rows that do not start on 16 bytes take the online path; the answer is the same.
     x = random_tensor((rows, STAGED_MAX_N + 8), dtype, cuda)[:, 1:STAGED_MAX_N + 1]
     assert_close(softmax(x), _ref(x), dtype)

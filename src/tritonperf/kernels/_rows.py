@@ -20,7 +20,9 @@ TMA copies a row into a ring of shared-memory chunks, the program reads it from 
 it needs, and the copy of its next row into a chunk starts as soon as every warp has read that
 chunk for the last time. Where shared memory cannot take a whole row (a float32 row of 65536, or
 the backward's 16-bit rows of y and dy together), the last chunk is *held*: loaded straight into
-registers, ahead of time, and kept there for both passes.
+registers, ahead of time, and kept there for both passes. Or the row is *split*: each of a group
+of programs stages its own chunk of it, and the programs trade their shares of the row's sums
+through global memory (``pack_sums``, ``wait_for_shares``).
 Memory then sees each row once. Those kernels are written in Gluon (plain Triton decides by itself
 what goes to shared memory); the helpers below are what they share.
 """
@@ -173,6 +175,15 @@ def staging_split(device: torch.device | str | None, n_rows: int, n_cols: int, i
     return None
 
 
+def rows_in_flight(device, most: int, row_bytes: int, fixed_bytes: int = 0) -> int:
+    """How many rows of ``row_bytes`` each, up to ``most``, a staged kernel can hold in shared memory
+    on ``device`` beside ``fixed_bytes`` of its own (0: not one)."""
+    ring = most
+    while ring and not can_stage_rows(device, ring * row_bytes + fixed_bytes):
+        ring -= 1
+    return ring
+
+
 def stageable(rows: torch.Tensor) -> bool:
     """Whether the TMA can copy the 16- or 32-bit ``(M, N)`` matrix ``rows`` (unit column stride)
     in runs of ``STAGED_VIEW``: N a multiple of the run, rows and base on 16 bytes."""
@@ -263,3 +274,28 @@ def load_held(x_ptr, row, n_rows, x_row_stride, cols, n_cols, other: gl.constexp
     mask = (cols < n_cols) & (row < n_rows)
     x = gl.load(x_ptr + row.to(gl.int64) * x_row_stride + cols, mask=mask, other=other, eviction_policy="evict_first")
     return x.to(gl.float32)
+
+
+@gluon.jit
+def pack_sums(s, q):
+    # A program's two sums for a row as one int64, s in the low half, so that one 8-byte exchange
+    # publishes both. A NaN is written as the canonical one: its bits are never those of -1, the
+    # mark of a share not yet published.
+    s = gl.where(s == s, s, float("nan"))
+    q = gl.where(q == q, q, float("nan"))
+    low = s.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF
+    return low | (q.to(gl.int32, bitcast=True).to(gl.int64) << 32)
+
+
+@gluon.jit
+def wait_for_shares(shares, share_ptrs, parts, SPLIT: gl.constexpr):
+    # A split row's shares, one a program, loaded by the caller ahead of use (0 past the SPLIT real
+    # ones): until every one is published (none is -1 any more), read them again. Returns the two
+    # sums of each share.
+    missing = gl.max((shares == -1).to(gl.int32), axis=0)
+    while missing > 0:
+        shares = gl.load(share_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+        missing = gl.max((shares == -1).to(gl.int32), axis=0)
+    s = (shares & 0xFFFFFFFF).to(gl.int32).to(gl.float32, bitcast=True)
+    q = (shares >> 32).to(gl.int32).to(gl.float32, bitcast=True)
+    return s, q

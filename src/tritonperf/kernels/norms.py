@@ -45,18 +45,20 @@ from ._rows import (
     STAGED_VIEW,
     aligned,
     allocate_ring,
-    can_stage_rows,
     chunk_layout,
     compile_key,
     fit_stages,
     launch,
+    pack_sums,
     read_chunk,
     release_chunk,
     row_align,
+    rows_in_flight,
     stage_chunk,
     stageable,
     staged_descriptor,
     thread_barrier,
+    wait_for_shares,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -336,36 +338,11 @@ def norm_fwd_tiled_kernel(
 
 
 @gluon.jit
-def _pack_sums(s, q):
-    # A program's two sums for a row as one int64, s in the low half, so that one 8-byte exchange
-    # publishes both. A NaN is written as the canonical one: its bits are never those of -1, the
-    # mark of a share not yet published.
-    s = gl.where(s == s, s, float("nan"))
-    q = gl.where(q == q, q, float("nan"))
-    low = s.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF
-    return low | (q.to(gl.int32, bitcast=True).to(gl.int64) << 32)
-
-
-@gluon.jit
-def _wait_for_shares(shares, share_ptrs, parts, SPLIT: gl.constexpr):
-    # A split row's shares, one a program, loaded by the caller ahead of use (0 past the SPLIT real
-    # ones): until every one is published (none is -1 any more), read them again. Returns the two
-    # sums of each share.
-    missing = gl.max((shares == -1).to(gl.int32), axis=0)
-    while missing > 0:
-        shares = gl.load(share_ptrs, mask=parts < SPLIT, other=0, volatile=True)
-        missing = gl.max((shares == -1).to(gl.int32), axis=0)
-    s = (shares & 0xFFFFFFFF).to(gl.int32).to(gl.float32, bitcast=True)
-    q = (shares >> 32).to(gl.int32).to(gl.float32, bitcast=True)
-    return s, q
-
-
-@gluon.jit
 def _split_row_stats(shares, share_ptrs, parts, N, CHUNK: gl.constexpr, SPLIT: gl.constexpr, RMS: gl.constexpr):
     # A split row's mean and variance from its programs' shares. Each layer-norm share holds its
     # chunk's sum and the chunk's sum of squares about its own mean; combined as in Chan, Golub and
     # LeVeque's pairwise variance, they lose nothing to a mean large against the spread.
-    s, q = _wait_for_shares(shares, share_ptrs, parts, SPLIT)
+    s, q = wait_for_shares(shares, share_ptrs, parts, SPLIT)
     if RMS:
         mean = 0.0
         var = gl.sum(q, axis=0) / N
@@ -428,7 +405,7 @@ def norm_fwd_split_kernel(
                 s = gl.sum(gl.sum(x, axis=1), axis=0)
                 d = gl.where(col_mask, x - s / n_part, 0.0)
                 q = gl.sum(gl.sum(d * d, axis=1), axis=0)
-            gl.atomic_xchg(shares_ptr + row.to(gl.int64) * SPLIT + part, _pack_sums(s, q), sem="relaxed",
+            gl.atomic_xchg(shares_ptr + row.to(gl.int64) * SPLIT + part, pack_sums(s, q), sem="relaxed",
                            scope="gpu")
         if i > 0:  # pass 2 of row i - 1: y, then its slot handed to the copy of row i - 1 + RING
             prev_slot = (i - 1) % RING
@@ -673,7 +650,7 @@ def _staged_row_sums(buf, slot, w_smem, mean, layout: gl.constexpr, RMS: gl.cons
 @gluon.jit
 def _gather_row_sums(shares, share_ptrs, parts, SPLIT: gl.constexpr):
     # A split row's two sums: its programs' shares added up, once all are published.
-    s1, s2 = _wait_for_shares(shares, share_ptrs, parts, SPLIT)
+    s1, s2 = wait_for_shares(shares, share_ptrs, parts, SPLIT)
     return gl.sum(s1, axis=0), gl.sum(s2, axis=0)
 
 
@@ -769,7 +746,7 @@ def norm_bwd_staged_kernel(
                                              part, mean, rstd, s1, s2, dw_acc, db_acc, cols, col_mask, M, N, stride_dx,
                                              layout, HAS_W, DW, DB)
         else:
-            gl.atomic_xchg(shares_ptr + row.to(gl.int64) * SPLIT + part, _pack_sums(s1, s2), sem="relaxed",
+            gl.atomic_xchg(shares_ptr + row.to(gl.int64) * SPLIT + part, pack_sums(s1, s2), sem="relaxed",
                            scope="gpu")
             if i > 0:
                 s1, s2 = _gather_row_sums(prev_shares, prev_ptrs, parts, SPLIT)
@@ -1266,15 +1243,6 @@ def _positive(name: str, value: int) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _rows_in_flight(device, most: int, row_bytes: int, fixed_bytes: int = 0) -> int:
-    """How many rows of ``row_bytes`` each, up to ``most``, a staged kernel can hold in shared memory
-    on ``device`` beside ``fixed_bytes`` of its own (0: not one)."""
-    ring = most
-    while ring and not can_stage_rows(device, ring * row_bytes + fixed_bytes):
-        ring -= 1
-    return ring
-
-
 def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool, weight_itemsize: int) -> tuple[int, int, int, int] | None:
     """``(block_n, num_warps, rows in flight, split)`` where the backward stages rows (``BWD_STAGED``,
     ``BWD_SPLIT``), else None."""
@@ -1288,7 +1256,7 @@ def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool, weight_itemsi
         split = cdiv(N, block_n)
     else:
         return None
-    ring = _rows_in_flight(device, ring, 2 * itemsize * block_n, weight_itemsize * block_n)  # x and dy; the weights
+    ring = rows_in_flight(device, ring, 2 * itemsize * block_n, weight_itemsize * block_n)  # x and dy; the weights
     # A split row's pass 2 runs after the next row's pass 1: two rows at least.
     return (block_n, warps, ring, split) if ring >= (1 if split == 1 else 2) else None
 
@@ -1301,7 +1269,7 @@ def _fwd_staging(device, M: int, N: int, itemsize: int) -> tuple[int, int, int, 
         return None
     block_n, warps = rule
     split = cdiv(N, block_n)
-    ring = _rows_in_flight(device, FWD_SPLIT_RING, block_n * itemsize)
+    ring = rows_in_flight(device, FWD_SPLIT_RING, block_n * itemsize)
     # A row's pass 2 runs after the next row's pass 1: two rows at least.
     return (block_n, warps, ring, split) if ring >= 2 and split <= runtime.sm_count(device) else None
 

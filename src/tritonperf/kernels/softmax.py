@@ -20,7 +20,8 @@ Four ways through a row, chosen by :func:`softmax_plan`:
 
 The backward pass, ``dx = y * (dy - sum(y * dy))``, follows the same paths. It stages a 16-bit
 row of y and one of dy together (256 KB at 65536 columns, the last 32 KB in registers); a float32
-pair does not fit, so it stages y alone and reads dy twice, the second time mostly from L2.
+pair does not fit, so its rows are shared out in chunks among a group of programs, which trade
+their shares of the row's sum through global memory.
 """
 
 from __future__ import annotations
@@ -47,13 +48,16 @@ from ._rows import (
     launch,
     load_held,
     open_ring,
+    pack_sums,
     read_chunk,
     release_chunk,
     row_align,
+    rows_in_flight,
     stage_chunk,
     stageable,
     staged_descriptor,
     staging_split,
+    wait_for_shares,
 )
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -547,57 +551,55 @@ def softmax_bwd_staged_kernel(y_desc, dy_desc, dy_ptr, dx_ptr, n_rows, n_cols, d
 
 
 @gluon.jit
-def _dy_chunk(dy_row, cols, n_cols, POLICY: gl.constexpr):
-    return gl.load(dy_row + cols, mask=cols < n_cols, other=0.0, eviction_policy=POLICY).to(gl.float32)
-
-
-@gluon.jit
-def softmax_bwd_staged_y_kernel(y_desc, y_ptr, dy_ptr, dx_ptr, n_rows, n_cols, y_row_stride, dy_row_stride,
-                                dx_row_stride, CHUNKS: gl.constexpr, HELD: gl.constexpr, WARPS: gl.constexpr):
-    # The staged backward of rows whose y and dy do not both fit in shared memory (float32): only y
-    # is staged, in CHUNKS slots, its last chunk held in registers with HELD, as the forward stages x.
-    # dy is read from memory twice: pass 1 asks L2 to keep it (one row a program, 256 KB at 65536
-    # float32 columns, 33 MB over 132 SMs), so that pass 2 can find it there. Both passes load dy a
-    # chunk ahead of its use, so that the next chunk's load is in flight during this chunk's wait.
-    CHUNK_R: gl.constexpr = y_desc.block_type.shape[1]
-    W: gl.constexpr = y_desc.block_type.shape[2]
-    CHUNK: gl.constexpr = CHUNK_R * W
+def softmax_bwd_staged_split_kernel(y_desc, dy_desc, dx_ptr, shares_ptr, n_rows, n_cols, dx_row_stride,
+                                    RING: gl.constexpr, SPLIT: gl.constexpr, SHARES: gl.constexpr,
+                                    WARPS: gl.constexpr):
+    # The staged backward of rows whose y and dy do not fit in one program's shared memory
+    # (float32): each row is SPLIT chunks, each taken by one of SPLIT programs of a persistent grid
+    # (program pid takes chunk pid % SPLIT of rows pid // SPLIT, + groups, ..., groups = programs /
+    # SPLIT). A program's i-th row sits in slots 2 (i % RING) (y) and 2 (i % RING) + 1 (dy), copied
+    # there RING rows ahead. Pass 1 sums y * dy over the chunk and publishes the sum in one relaxed
+    # 8-byte exchange (shares_ptr[row, part], -1 until then); step i then writes dx for row i - 1,
+    # whose shares it asked for at the top of the step, so that the wait overlaps pass 1 of row i.
+    # The launch is cooperative, so every program of a group runs at once and the wait ends.
+    CHUNK: gl.constexpr = y_desc.block_type.shape[1] * y_desc.block_type.shape[2]
     layout: gl.constexpr = chunk_layout(WARPS, y_desc.dtype.primitive_bitwidth)
+    share_layout: gl.constexpr = gl.BlockedLayout([SHARES], [32], [WARPS], [0])
     pid = gl.program_id(0)
-    step = gl.num_programs(0)
-    buf, ready, offs, held_cols, held = open_ring(y_desc, y_ptr, pid, n_rows, n_cols, y_row_stride, CHUNKS, HELD,
-                                                  layout, 0.0)
-    phase = 0
-    for row in range(pid, n_rows, step):
-        dy_row = dy_ptr + row.to(gl.int64) * dy_row_stride
-        acc = gl.zeros([CHUNK_R, W], gl.float32, layout)
-        dy_next = _dy_chunk(dy_row, offs, n_cols, "evict_last")
-        for c in gl.static_range(CHUNKS):
-            dy = dy_next
-            if c + 1 < CHUNKS:
-                dy_next = _dy_chunk(dy_row, (c + 1) * CHUNK + offs, n_cols, "evict_last")
-            elif HELD:
-                dy_next = _dy_chunk(dy_row, held_cols, n_cols, "evict_last")
-            mbarrier.wait(ready.index(c), phase)
-            acc += read_chunk(buf, c, layout) * dy
-        if HELD:
-            acc += held * dy_next
-        dot = gl.sum(gl.sum(acc, axis=1), axis=0)
-        dx_row = dx_ptr + row.to(gl.int64) * dx_row_stride
-        if HELD:
-            dx = held * (_dy_chunk(dy_row, held_cols, n_cols, "evict_first") - dot)
-            gl.store(dx_row + held_cols, dx.to(dx_ptr.dtype.element_ty), mask=held_cols < n_cols)
-            held = load_held(y_ptr, row + step, n_rows, y_row_stride, held_cols, n_cols, 0.0)
-        dy_next = _dy_chunk(dy_row, offs, n_cols, "evict_first")
-        for c in gl.static_range(CHUNKS):
-            cols = c * CHUNK + offs
-            dy = dy_next
-            if c + 1 < CHUNKS:
-                dy_next = _dy_chunk(dy_row, cols + CHUNK, n_cols, "evict_first")
-            dx = read_chunk(buf, c, layout) * (dy - dot)
-            gl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=cols < n_cols)
-            release_chunk(y_desc, buf, ready, row + step, c, c, n_rows)
-        phase ^= 1
+    part = pid % SPLIT
+    first_row = pid // SPLIT
+    step = gl.num_programs(0) // SPLIT
+    buf, ready, offs = allocate_ring(y_desc, 2 * RING, layout)
+    for k in gl.static_range(RING):
+        stage_chunk(y_desc, buf, ready, first_row + k * step, part, 2 * k, n_rows)
+        stage_chunk(dy_desc, buf, ready, first_row + k * step, part, 2 * k + 1, n_rows)
+    cols = part * CHUNK + offs
+    col_mask = cols < n_cols
+    parts = gl.arange(0, SHARES, layout=share_layout)
+    n_mine = gl.maximum(gl.cdiv(n_rows - first_row, step), 0)
+    for i in range(n_mine + 1):
+        row = first_row + i * step
+        prev_ptrs = shares_ptr + gl.maximum(row - step, 0).to(gl.int64) * SPLIT + parts
+        prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+        if i < n_mine:  # pass 1 of row i; the copy filled the runs past n_cols with zeros
+            slot = 2 * (i % RING)
+            phase = (i // RING) & 1
+            mbarrier.wait(ready.index(slot), phase)
+            mbarrier.wait(ready.index(slot + 1), phase)
+            y_dy = read_chunk(buf, slot, layout) * read_chunk(buf, slot + 1, layout)
+            dot = gl.sum(gl.sum(y_dy, axis=1), axis=0)
+            gl.atomic_xchg(shares_ptr + row.to(gl.int64) * SPLIT + part, pack_sums(dot, 0.0), sem="relaxed",
+                           scope="gpu")
+        if i > 0:  # pass 2 of row i - 1, then its slots handed to the copies of row i - 1 + RING
+            prev_slot = 2 * ((i - 1) % RING)
+            prev_row = row - step
+            dots, _ = wait_for_shares(prev_shares, prev_ptrs, parts, SPLIT)
+            dot = gl.sum(dots, axis=0)
+            dx = read_chunk(buf, prev_slot, layout) * (read_chunk(buf, prev_slot + 1, layout) - dot)
+            gl.store(dx_ptr + prev_row.to(gl.int64) * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty),
+                     mask=col_mask)
+            release_chunk(y_desc, buf, ready, prev_row + RING * step, part, prev_slot, n_rows)
+            stage_chunk(dy_desc, buf, ready, prev_row + RING * step, part, prev_slot + 1, n_rows)
 
 
 # -- launcher ------------------------------------------------------------------------------------
@@ -742,21 +744,20 @@ ONLINE_PROGRAMS_PER_SM = {"fwd": 2, "bwd": 1}
 STAGED_MAX_N = 65536
 STAGED_CHUNK_ROWS = 64
 STAGED_WARPS = 16
-# Where a row of y and one of dy do not fit (float32 rows of 32769 columns or more), the backward
-# stages y alone, as the forward stages x, and reads dy twice (softmax_bwd_staged_y_kernel), in
-# this many warps. One interleaved run on each GPU (triton 3.6, torch 2.11, 2026-11-24, float32,
-# fractions of the copy ceiling, 32 warps / 16 warps / the online path / torch.compile): NVIDIA
-# H200 4096 x 65536 0.805 / 0.758 / 0.673 / 0.612, 8192 x 65536 0.812 / 0.764 / 0.676 / 0.588,
-# 4096 x 49152 0.817 / 0.790 / 0.702 / 0.581, 4096 x 40960 0.860 / 0.831 / 0.724 / 0.589, 16384 x
-# 40960 0.864 / 0.835 / 0.729 / 0.597; NVIDIA H100 80GB HBM3 4096 x 65536 0.812 / 0.772 / 0.666 /
-# 0.612, 4096 x 40960 0.856 / 0.835 / 0.703 / 0.586. Without the hints that keep dy in L2 for its
-# second read, 32 warps ran at 0.771 and 0.790 on the H100. The staged 16-bit pair reaches 0.95;
-# float32 rows still read dy a second time, if from L2. Loading dy a chunk ahead of its use, in
-# both passes, then gained in three interleaved H200 runs (same versions and day), before ->
-# after: 4096 x 65536 0.803 -> 0.809, 0.808 -> 0.813, 0.810 -> 0.818; 4096 x 40960 0.862 ->
-# 0.878, 0.864 -> 0.881, 0.868 -> 0.888; 4096 x 49152 0.813 -> 0.845, 0.819 -> 0.852, 0.821 ->
-# 0.859 (sm_90, triton 3.6: 64 registers a thread and 8 bytes of stack with a held chunk).
-STAGED_RELOAD_WARPS = 32
+# Where a row of y and one of dy do not fit (float32 rows of 32769 columns or more), each row is
+# split: one 32 KB chunk of y and one of dy to a program, a group of programs to a row, which trade
+# their shares of sum(y * dy) as the split norm backward does (softmax_bwd_staged_split_kernel), in
+# this many warps, with up to this many rows in flight. It replaced a kernel that staged y alone
+# and read dy twice, the second time mostly from L2, in 32 warps: on an H200 (triton 3.6, torch
+# 2.11, 2026-11-24) it ran at 0.81-0.82 of the copy ceiling at 4096 x 65536, 0.85-0.86 at 4096 x
+# 49152 and 0.88-0.89 at 4096 x 40960, interleaved runs against the online path (0.67, 0.70 and
+# 0.72) and torch.compile (0.61, 0.58 and 0.59); 16 warps ran 0.03-0.05 slower. Against it, one
+# interleaved run (H200, same versions, 2026-12-01, fractions of the copy ceiling, the kernel it
+# replaced in parentheses): 4096 x 65536 0.969 (0.801), 4096 x 40960 0.976 (0.873), 16384 x 65536
+# 0.976 (0.810). The chunks, programs and rows in flight are the split norm backward's in float32
+# (see BWD_SPLIT in norms.py), untuned here.
+STAGED_SPLIT_WARPS = 8
+STAGED_SPLIT_RING = 3
 # Shorter 16-bit rows stay fused. Staged as a ring of 2 to 8 whole rows a program, copied that many
 # rows ahead, in 1, 2 or 4 programs an SM of 4, 8 or 16 warps, the best of those lost or tied
 # (interleaved H200 run, triton 3.6, torch 2.11, 2026-11-24, fractions of the copy ceiling, fused
@@ -789,17 +790,20 @@ class SoftmaxPlan:
         chunk_n: split: columns per chunk, a multiple of ``block_n``; staged: elements per chunk
             (N otherwise).
         reload: fused, one row a program: read the row again from cache after each row reduction
-            instead of holding it in registers (see ``RELOAD_BLOCKS``); staged backward: stage
-            ``y`` alone and read ``dy`` twice (float32 rows, see ``STAGED_RELOAD_WARPS``).
+            instead of holding it in registers (see ``RELOAD_BLOCKS``).
         tail_n: fused, one row a program: columns held in a second block after the first
             ``block_n`` (a power of two, 0 for none), when the two blocks together hold fewer
             padding columns than one block would (forward only; see
             :func:`~tritonperf.kernels._rows.head_and_tail`).
-        held: staged: of the ``chunks`` (of dy in the backward, of y where ``reload``), how
+        held: staged: of the ``chunks`` (of dy in the backward), how
             many (the last) are held in registers instead of shared memory (see
             :func:`~tritonperf.kernels._rows.staging_split`); 0 otherwise.
         max_registers: fused: registers a thread may take at most (``FUSED_MAX_REGISTERS``), or
             None for the compiler's choice.
+        programs_per_row: staged backward: with more than 1, the ``chunks`` of a row are shared
+            out among that many programs, one chunk of ``y`` and one of ``dy`` each, and
+            ``num_stages`` is how many rows each program has in flight (float32 rows, see
+            ``STAGED_SPLIT_WARPS``).
     """
 
     path: Path
@@ -814,6 +818,7 @@ class SoftmaxPlan:
     held: int = 0
     max_registers: int | None = None
     tail_n: int = 0
+    programs_per_row: int = 1
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -841,6 +846,18 @@ def _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_
     _check_positive("programs_per_sm", programs_per_sm)
     _check_power_of_two("tile_n", tile_n)
     _check_positive("split", split)
+
+
+def _shared_rows(device, n_rows: int, n_cols: int, itemsize: int, chunk: int) -> tuple[int, int] | None:
+    """``(programs a row, rows in flight)`` where the backward shares rows of ``y`` and ``dy`` out
+    among programs, a chunk of ``chunk`` elements of each to a program, else None."""
+    device = torch.device(device if device is not None else "cpu")
+    if itemsize not in (2, 4) or n_cols % STAGED_VIEW or n_rows < runtime.sm_count(device):
+        return None
+    per_row = cdiv(n_cols, chunk)
+    ring = rows_in_flight(device, STAGED_SPLIT_RING, 2 * chunk * itemsize)
+    # A row's pass 2 runs after the next row's pass 1: two rows at least.
+    return (per_row, ring) if ring >= 2 and per_row <= runtime.sm_count(device) else None
 
 
 def softmax_plan(
@@ -892,8 +909,8 @@ def softmax_plan(
     Rows longer than ``MAX_FUSED_N``, up to ``STAGED_MAX_N`` columns and a multiple of
     ``STAGED_VIEW``, with at least as many rows as SMs, take the staged path on a Hopper GPU
     where their chunks fit (:func:`~tritonperf.kernels._rows.staging_split`; in the backward, a
-    row of ``y`` and one of ``dy``, else ``y`` alone, with ``reload``) unless a knob is given:
-    knobs describe the Triton kernels.
+    row of ``y`` and one of ``dy``, else a chunk of each to a program, ``programs_per_row``
+    programs to a row) unless a knob is given: knobs describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
     sms = runtime.sm_count(torch.device(device if device is not None else "cpu"))
@@ -925,15 +942,15 @@ def softmax_plan(
 
     pinned = any(k is not None for k in (max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split))
     chunk = chunk_elements(STAGED_CHUNK_ROWS, itemsize)
-    staging, reload = None, False
     if not pinned and n_cols <= STAGED_MAX_N:
         staging = staging_split(device, n_rows, n_cols, itemsize, chunk, n_tensors)
-        if staging is None and direction == "bwd":  # y alone; dy read twice
-            staging = staging_split(device, n_rows, n_cols, itemsize, chunk)
-            reload = staging is not None
-    if staging:
-        warps = STAGED_RELOAD_WARPS if reload else STAGED_WARPS
-        return SoftmaxPlan("staged", chunk, 1, warps, 1, sms, cdiv(n_cols, chunk), chunk, reload, held=staging[1])
+        if staging:
+            return SoftmaxPlan("staged", chunk, 1, STAGED_WARPS, 1, sms, cdiv(n_cols, chunk), chunk, held=staging[1])
+        shared = _shared_rows(device, n_rows, n_cols, itemsize, chunk) if direction == "bwd" else None
+        if shared:
+            per_row, ring = shared
+            return SoftmaxPlan("staged", chunk, 1, STAGED_SPLIT_WARPS, ring, sms // per_row * per_row, per_row, chunk,
+                               programs_per_row=per_row)
     tile = tile_n or ONLINE_TILE_N
     warps = num_warps or ONLINE_NUM_WARPS[direction]
     stages = num_stages or ONLINE_NUM_STAGES
@@ -1096,8 +1113,8 @@ def softmax_backward(
 
     Rows are read as :func:`softmax` reads them: held in registers up to ``max_fused_n``
     columns, streamed twice beyond, except rows of up to 65536 on a Hopper GPU: there ``y`` and
-    ``dy`` are copied into shared memory and read from memory once (16-bit rows), or ``y`` alone
-    is, and ``dy`` read twice (float32 rows).
+    ``dy`` are copied into shared memory and read from memory once, by one program a row
+    (16-bit rows) or by a group of programs that share each row out in chunks (float32 rows).
 
     Args:
         y: the forward pass's output.
@@ -1127,7 +1144,7 @@ def softmax_backward(
     y2, dy2, dx2 = _as_rows("y", y), _as_rows("dy", dy), dx.view(-1, y.shape[-1])
     n_rows, n_cols = y2.shape
     plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, **knobs)
-    if plan.path == "staged" and not (stageable(y2) and (plan.reload or stageable(dy2))):
+    if plan.path == "staged" and not (stageable(y2) and stageable(dy2)):
         # As in the forward: rows the copy engine cannot read take the online path.
         plan = softmax_plan(n_rows, n_cols, y.dtype, "bwd", y.device, tile_n=ONLINE_TILE_N)
     strides = (y2.stride(0), dy2.stride(0), dx2.stride(0))
@@ -1138,10 +1155,14 @@ def softmax_backward(
                consts | {"BLOCK_N": plan.block_n, "ROWS": plan.rows_per_program, "RELOAD": plan.reload,
                          "ONE_BLOCK": plan.grid >= cdiv(n_rows, plan.rows_per_program)},
                plan.num_warps, fit=fit, max_registers=plan.max_registers)
-    elif plan.path == "staged" and plan.reload:
-        softmax_bwd_staged_y_kernel[(plan.grid,)](
-            staged_descriptor(y2, plan.chunk_n // STAGED_VIEW), y2, dy2, dx2, n_rows, n_cols, *strides,
-            CHUNKS=plan.chunks - plan.held, HELD=plan.held > 0, WARPS=plan.num_warps, num_warps=plan.num_warps)
+    elif plan.path == "staged" and plan.programs_per_row > 1:
+        runs = plan.chunk_n // STAGED_VIEW
+        # Each program's share of each row's sum, -1 (all bits set) until published.
+        shares = torch.full((n_rows, plan.programs_per_row), -1, dtype=torch.int64, device=y.device)
+        softmax_bwd_staged_split_kernel[(plan.grid,)](
+            staged_descriptor(y2, runs), staged_descriptor(dy2, runs), dx2, shares, n_rows, n_cols, dx2.stride(0),
+            RING=plan.num_stages, SPLIT=plan.programs_per_row, SHARES=next_power_of_2(plan.programs_per_row),
+            WARPS=plan.num_warps, num_warps=plan.num_warps, launch_cooperative_grid=True)
     elif plan.path == "staged":
         runs = plan.chunk_n // STAGED_VIEW
         softmax_bwd_staged_kernel[(plan.grid,)](
