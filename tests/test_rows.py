@@ -71,6 +71,15 @@ def test_staging_split(monkeypatch):
         assert _rows.staging_split("cpu", n_rows, n_cols, itemsize, chunk_bytes // itemsize) is None
 
 
+def test_rows_in_flight(monkeypatch):
+    assert _rows.rows_in_flight("cpu", 3, 1024) == 0  # the CPU: no shared memory
+    monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: row_bytes <= 200 * 1024)
+    assert _rows.rows_in_flight("cpu", 3, 64 * 1024) == 3  # as many as asked for where they fit
+    assert _rows.rows_in_flight("cpu", 8, 64 * 1024) == 3  # otherwise as many as fit
+    assert _rows.rows_in_flight("cpu", 3, 64 * 1024, 32 * 1024) == 2  # beside the kernel's own bytes
+    assert _rows.rows_in_flight("cpu", 3, 256 * 1024) == 0
+
+
 def test_chunk_elements_hold_the_same_bytes_whatever_the_dtype():
     for itemsize in (2, 4):
         assert _rows.chunk_elements(64, itemsize) * itemsize == 64 * _rows.STAGED_VIEW * 2 == 32 * 1024
