@@ -1084,10 +1084,10 @@ FWD_FLOAT32_LONG = (24576, 32768)
 # float32 0.917 (0.868). In 16-bit the split ties layer norm's tiled path, and loses 1-2% to the
 # whole-row RMS norm kernel it replaced (removed; the tiled path left in its place ran at 0.80).
 # A 16-bit program moves half the bytes a row that a float32 one does, so it pays for the
-# exchange twice as often per byte. In the same GPU's runs of that day, also interleaved: layer norm bfloat16 in
-# 16 warps 0.690-0.701, 4 rows in flight instead of 7 0.765; each chunk's two sums in one
-# reduction about a shift read from memory (x's first column of the chunk) 0.701, float16 0.713,
-# float32 0.935 (0.927).
+# exchange twice as often per byte. Other runs on the same GPU that day, also interleaved: layer
+# norm bfloat16 in 16 warps 0.690-0.701, 4 rows in flight instead of 7 0.765 (0.752); each chunk's
+# two sums in one reduction about a shift read from memory (x's first column of the chunk) 0.701,
+# float16 0.713, float32 0.935 (0.927).
 # How it got there (2026-11-29):
 # - The first version published its shares as the backward then did (two stores, a release counter,
 #   an acquire wait, then the loads): layer norm bfloat16 0.589, float32 0.812. Timing only, with
