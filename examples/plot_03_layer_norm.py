@@ -204,23 +204,22 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   chunk's weights and biases in registers for the whole kernel, and the TMA copies its chunk
 #   of each row into shared memory, several rows ahead. The statistics need the whole row, so
 #   the programs of a group trade their sums through global memory, and each waits for the
-#   others' before it writes ``y``. That trade was most of the cost. Done with two stores, then
-#   a counter raised with release semantics, then a loop that waits on it, bfloat16 layer norm
-#   ran at 0.59 of the ceiling; the same kernel with its exchange cut down to the two stores and
-#   a relaxed add to the counter, with no wait and no reads (wrong output, timing only), at 0.87.
-#   A release is a fence: it waits until every earlier store of the program, all of ``y`` so
-#   far, has landed. The kernel now packs its two sums for a row into one 8-byte word, publishes
-#   it with a relaxed atomic exchange, and asks for the previous row's words before it starts on
-#   the current one; a word still ``-1`` has not arrived. In float32 that is the fast path: 0.92
-#   of the ceiling for both norms in the recorded run behind the plots below, where the paths
-#   it replaced ran at 0.74-0.75 (layer norm, two passes over tiles) and 0.87-0.89 (RMS norm,
-#   whole rows staged by one program) in the record before it and in the interleaved run of
-#   2026-12-01. 16-bit rows gain little or nothing. Two interleaved runs on
-#   the same GPU disagree on the order: on 2026-11-29 bfloat16 layer norm split ran at 0.81
-#   against 0.76 for the tiles, RMS norm at 0.92 against 0.90 for one program a row; on
-#   2026-12-01 at 0.75 against 0.75 and 0.885 against 0.90 (H200, triton 3.6, torch 2.11, 4096 x
-#   65536), which is where the record stands too. A 16-bit program moves half the bytes per row
-#   that a float32 one does, so it waits on the exchange twice as often per byte.
+#   others' before it writes ``y``. That trade was most of the cost. Done with two stores, then a
+#   counter raised with release semantics, then a loop that waits on it, bfloat16 layer norm ran at
+#   0.59 of the ceiling; the same kernel with its exchange cut down to the two stores and a relaxed
+#   add to the counter, with no wait and no reads (wrong output, timing only), at 0.87. A release is
+#   a fence: it waits until every earlier store of the program, all of ``y`` so far, has landed. The
+#   kernel now packs its two sums for a row into one 8-byte word, publishes it with a relaxed atomic
+#   exchange, and asks for the previous row's words before it starts on the current one; a word
+#   still ``-1`` has not arrived. In float32 that is the fast path: 0.92 of the ceiling for both
+#   norms in the recorded run behind the plots below, where the paths it replaced ran at 0.74-0.75
+#   (layer norm, two passes over tiles) and 0.87-0.89 (RMS norm, whole rows staged by one program)
+#   in the record before it and in the interleaved run of 2026-12-01. 16-bit rows gain little or
+#   nothing. Two interleaved runs on the same GPU disagree on the order: on 2026-11-29 bfloat16
+#   layer norm split ran at 0.81 against 0.76 for the tiles, RMS norm at 0.92 against 0.90 for one
+#   program a row; on 2026-12-01 at 0.75 against 0.75 and 0.885 against 0.90 (H200, triton 3.6,
+#   torch 2.11, 4096 x 65536), which is where the record stands too. A 16-bit program moves half the
+#   bytes per row that a float32 one does, so it waits on the exchange twice as often per byte.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
