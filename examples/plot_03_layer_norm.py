@@ -226,13 +226,17 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #
 # RMS norm is the same kernel compiled with ``RMS=True``: the constant removes the mean and the
 # bias from the code, so each norm gets its own machine code with no run-time branch. The split
-# forward of long rows, and the three helpers that pack, wait for and combine the sums:
+# forward of long rows, and the helpers that pack the sums, ask for them, wait for them and
+# combine them:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_split_kernel
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/_rows.py
 #    :pyobject: pack_sums
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/_rows.py
+#    :pyobject: ask_for_shares
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/_rows.py
 #    :pyobject: wait_for_shares

@@ -22,7 +22,7 @@ chunk for the last time. Where shared memory cannot take a whole row (a float32 
 the backward's 16-bit rows of y and dy together), the last chunk is *held*: loaded straight into
 registers, ahead of time, and kept there for both passes. Or the row is *split*: each of a group
 of programs stages its own chunk of it, and the programs trade their shares of the row's sums
-through global memory (``pack_sums``, ``wait_for_shares``).
+through global memory (``pack_sums``, ``ask_for_shares``, ``wait_for_shares``).
 Memory then sees each row once. Those kernels are written in Gluon (plain Triton decides by itself
 what goes to shared memory); the helpers below are what they share.
 """
@@ -252,6 +252,18 @@ def open_ring(x_desc, x_ptr, row, n_rows, n_cols, x_row_stride, CHUNKS: gl.const
 
 
 @gluon.jit
+def open_pair_ring(a_desc, b_desc, first_row, step, c, RING: gl.constexpr, n_rows, layout: gl.constexpr):
+    # The start of a staged kernel that reads two tensors a row (chunk c of each): a ring of RING
+    # rows, a row's chunk of a in slot 2 k and of b in slot 2 k + 1, with the copies of the
+    # program's first RING rows (first_row, first_row + step, ...) started.
+    buf, ready, offs = allocate_ring(a_desc, 2 * RING, layout)
+    for k in gl.static_range(RING):
+        stage_chunk(a_desc, buf, ready, first_row + k * step, c, 2 * k, n_rows)
+        stage_chunk(b_desc, buf, ready, first_row + k * step, c, 2 * k + 1, n_rows)
+    return buf, ready, offs
+
+
+@gluon.jit
 def read_chunk(buf, c, layout):
     # Slot c as a [runs, STAGED_VIEW] float32 tensor in `layout`.
     return buf.index(c).reshape([buf.shape[2], buf.shape[3]]).load(layout).to(gl.float32)
@@ -285,6 +297,14 @@ def pack_sums(s, q):
     q = gl.where(q == q, q, float("nan"))
     low = s.to(gl.int32, bitcast=True).to(gl.int64) & 0xFFFFFFFF
     return low | (q.to(gl.int32, bitcast=True).to(gl.int64) << 32)
+
+
+@gluon.jit
+def ask_for_shares(shares_ptr, row, parts, SPLIT: gl.constexpr):
+    # A split row's shares (shares_ptr[row, :SPLIT], 0 past them in `parts`) loaded ahead of use,
+    # and where they are, for wait_for_shares to read again.
+    share_ptrs = shares_ptr + row.to(gl.int64) * SPLIT + parts
+    return gl.load(share_ptrs, mask=parts < SPLIT, other=0, volatile=True), share_ptrs
 
 
 @gluon.jit

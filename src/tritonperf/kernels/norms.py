@@ -45,10 +45,12 @@ from ._rows import (
     STAGED_VIEW,
     aligned,
     allocate_ring,
+    ask_for_shares,
     chunk_layout,
     compile_key,
     fit_stages,
     launch,
+    open_pair_ring,
     pack_sums,
     read_chunk,
     release_chunk,
@@ -392,8 +394,7 @@ def norm_fwd_split_kernel(
     n_rows = gl.maximum(gl.cdiv(M - first_row, step), 0)
     for i in range(n_rows + 1):
         row = first_row + i * step
-        prev_ptrs = shares_ptr + gl.maximum(row - step, 0).to(gl.int64) * SPLIT + parts
-        prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+        prev_shares, prev_ptrs = ask_for_shares(shares_ptr, gl.maximum(row - step, 0), parts, SPLIT)
         if i < n_rows:  # pass 1 of row i: its chunk's sums, published
             slot = i % RING
             mbarrier.wait(ready.index(slot), (i // RING) & 1)
@@ -705,10 +706,7 @@ def norm_bwd_staged_kernel(
     part = pid % SPLIT
     first_row = pid // SPLIT
     step = gl.num_programs(0) // SPLIT
-    buf, ready, offs = allocate_ring(x_desc, 2 * RING, layout)
-    for k in gl.static_range(RING):
-        stage_chunk(x_desc, buf, ready, first_row + k * step, part, 2 * k, M)
-        stage_chunk(dy_desc, buf, ready, first_row + k * step, part, 2 * k + 1, M)
+    buf, ready, offs = open_pair_ring(x_desc, dy_desc, first_row, step, part, RING, M, layout)
     cols = part * CHUNK + offs
     col_mask = cols < N
     parts = gl.arange(0, SHARES, layout=share_layout)
@@ -728,8 +726,7 @@ def norm_bwd_staged_kernel(
         slot = 2 * (i % RING)
         phase = (i // RING) & 1
         if SPLIT > 1:
-            prev_ptrs = shares_ptr + prev_row.to(gl.int64) * SPLIT + parts
-            prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+            prev_shares, prev_ptrs = ask_for_shares(shares_ptr, prev_row, parts, SPLIT)
         rstd = gl.load(rstd_ptr + row)
         if RMS:
             mean = 0.0
@@ -760,8 +757,7 @@ def norm_bwd_staged_kernel(
         i += 1
     if SPLIT > 1:
         if i > 0:  # the last row's pass 2
-            prev_ptrs = shares_ptr + prev_row.to(gl.int64) * SPLIT + parts
-            prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+            prev_shares, prev_ptrs = ask_for_shares(shares_ptr, prev_row, parts, SPLIT)
             s1, s2 = _gather_row_sums(prev_shares, prev_ptrs, parts, SPLIT)
             dw_acc, db_acc = _staged_row_out(x_desc, dy_desc, buf, ready, prev_slot, w_smem, dx_ptr, prev_row,
                                              prev_row + RING * step, part, prev_mean, prev_rstd, s1, s2, dw_acc,

@@ -42,11 +42,13 @@ from ._rows import (
     STAGED_VIEW,
     aligned,
     allocate_ring,
+    ask_for_shares,
     chunk_elements,
     chunk_layout,
     head_and_tail,
     launch,
     load_held,
+    open_pair_ring,
     open_ring,
     pack_sums,
     read_chunk,
@@ -569,18 +571,14 @@ def softmax_bwd_staged_split_kernel(y_desc, dy_desc, dx_ptr, shares_ptr, n_rows,
     part = pid % SPLIT
     first_row = pid // SPLIT
     step = gl.num_programs(0) // SPLIT
-    buf, ready, offs = allocate_ring(y_desc, 2 * RING, layout)
-    for k in gl.static_range(RING):
-        stage_chunk(y_desc, buf, ready, first_row + k * step, part, 2 * k, n_rows)
-        stage_chunk(dy_desc, buf, ready, first_row + k * step, part, 2 * k + 1, n_rows)
+    buf, ready, offs = open_pair_ring(y_desc, dy_desc, first_row, step, part, RING, n_rows, layout)
     cols = part * CHUNK + offs
     col_mask = cols < n_cols
     parts = gl.arange(0, SHARES, layout=share_layout)
     n_mine = gl.maximum(gl.cdiv(n_rows - first_row, step), 0)
     for i in range(n_mine + 1):
         row = first_row + i * step
-        prev_ptrs = shares_ptr + gl.maximum(row - step, 0).to(gl.int64) * SPLIT + parts
-        prev_shares = gl.load(prev_ptrs, mask=parts < SPLIT, other=0, volatile=True)
+        prev_shares, prev_ptrs = ask_for_shares(shares_ptr, gl.maximum(row - step, 0), parts, SPLIT)
         if i < n_mine:  # pass 1 of row i; the copy filled the runs past n_cols with zeros
             slot = 2 * (i % RING)
             phase = (i // RING) & 1
