@@ -211,15 +211,16 @@ for block, (rows_per_tile, warps) in FWD_FLOAT32_CONFIGS.items():
 #   a fence: it waits until every earlier store of the program, all of ``y`` so far, has landed. The
 #   kernel now packs its two sums for a row into one 8-byte word, publishes it with a relaxed atomic
 #   exchange, and asks for the previous row's words before it starts on the current one; a word
-#   still ``-1`` has not arrived. In float32 that is the fast path: 0.92 of the ceiling for both
-#   norms in the recorded run behind the plots below, where the paths it replaced ran at 0.74-0.75
-#   (layer norm, two passes over tiles) and 0.87-0.89 (RMS norm, whole rows staged by one program)
-#   in the record before it and in the interleaved run of 2026-12-01. 16-bit rows gain little or
-#   nothing. Two interleaved runs on the same GPU disagree on the order: on 2026-11-29 bfloat16
-#   layer norm split ran at 0.81 against 0.76 for the tiles, RMS norm at 0.92 against 0.90 for one
-#   program a row; on 2026-12-01 at 0.75 against 0.75 and 0.885 against 0.90 (H200, triton 3.6,
-#   torch 2.11, 4096 x 65536), which is where the record stands too. A 16-bit program moves half the
-#   bytes per row that a float32 one does, so it waits on the exchange twice as often per byte.
+#   still ``-1`` has not arrived. In float32 that is the fast path: 0.91-0.92 of the ceiling for
+#   both norms in the recorded run behind the plots below, where the paths it replaced ran at
+#   0.74-0.75 (layer norm, two passes over tiles) and 0.87-0.89 (RMS norm, whole rows staged by
+#   one program) in earlier records and in the interleaved run of 2026-12-01. 16-bit rows gain
+#   little or nothing. Two interleaved runs on the same GPU disagree on the order: on 2026-11-29
+#   bfloat16 layer norm split ran at 0.81 against 0.76 for the tiles, RMS norm at 0.92 against
+#   0.90 for one program a row; on 2026-12-01 at 0.75 against 0.75 and 0.885 against 0.90 (H200,
+#   triton 3.6, torch 2.11, 4096 x 65536), which is where the record stands too. A 16-bit program
+#   moves half the bytes per row that a float32 one does, so it waits on the exchange twice as
+#   often per byte.
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: norm_fwd_kernel
@@ -536,9 +537,9 @@ for doc, live in results:
               f"{c['row_share']:4.0%}; {BWD_TARGET:.2f} at {c['rows'][0]} rows allows {allowed:4.1f} µs fixed")
 
 # %%
-# In the recorded H200 run (commit 3e0f82d, triton 3.6.0, torch 2.11, 2026-11-29) the loop over
-# rows runs at 95-98% of the ceiling, and the calls lose their share to a fixed 7-14 µs; the
-# vector add pays 2.2 µs. Five row counts from 2048 to 32768 in bfloat16 confirmed the line and
+# In the recorded H200 run (commit f1ff5f9, triton 3.6.0, torch 2.11, 2026-12-01) the loop over
+# rows runs at 95-96% of the ceiling, and the calls lose their share to a fixed 6-9 µs; the
+# vector add pays 2.7 µs. Five row counts from 2048 to 32768 in bfloat16 confirmed the line and
 # took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one interleaved run; no point lay more
 # than 6% off its line):
 #
@@ -550,9 +551,9 @@ for doc, live in results:
 # * 16384 columns, staged: 26.9 µs; the sum kernel 5.0, the staged kernel's weight sums 12.8,
 #   9.1 without them.
 #
-# In that record, at 4096 × 4096 in 16-bit, the target leaves 3.2-3.4 µs of fixed cost: not much
+# In that record, at 4096 × 4096 in 16-bit, the target leaves 2.9-3.1 µs of fixed cost: not much
 # more than the vector add pays, and less than this backward pays with no weight gradient at all.
-# At 8192 columns it leaves 5.9-6.7 µs against 8.3-8.7: there the weight-gradient sums are the
+# At 8192 columns it leaves 5.8-6.5 µs against 8.2-9.0: there the weight-gradient sums are the
 # part to win back. Fewer partial rows would not be enough. A timing experiment let only one
 # program in 16 write its partial row (the gradients it gives are wrong): bfloat16 4096 × 8192
 # rose from 0.811 to 0.846 of the ceiling, and to 0.893 with no weight gradients at all (H200,
