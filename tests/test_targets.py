@@ -86,6 +86,29 @@ def test_the_results_page_and_the_command_show_the_targets(softmax_doc, tmp_path
     assert "cannot be read" in capsys.readouterr().err
 
 
+def test_the_misses_are_listed_worst_first(softmax_doc, tmp_path, capsys):
+    checked = _by_text(softmax_doc)
+    ceiling = checked["≥ 0.93 × copy ceiling, N ≤ 16384"]
+    # N = 1024 moves 16 MiB in 0.02 ms: 0.84 of the ceiling; N = 256 0.40; N = 4096 (0.95) meets it.
+    assert [m["at"] for m in ceiling["misses"]] == ["float16 M=4096 N=256", "float16 M=4096 N=1024"]
+    assert [m["value"] for m in ceiling["misses"]] == pytest.approx([0.3995, 0.8389], abs=1e-3)
+    assert all(m["within_reach"] is None for m in ceiling["misses"])  # no vector add in this run
+    assert len(ceiling["misses"]) == ceiling["shapes"] - ceiling["met"]
+    assert checked["≥ 2.0 × torch eager, float16, N = 4096"]["misses"] == []
+    rows = targets.miss_rows(softmax_doc)
+    assert [r[3:5] for r in rows] == [["0.399×", "float16 M=4096 N=256"], ["0.839×", "float16 M=4096 N=1024"],
+                                      ["0.952×", "float16 M=4096 N=256"]]
+    path = records.save(softmax_doc, tmp_path / "example-gpu.json")
+    assert cli.main(["targets", "--misses", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "misses — Example GPU" in out and "0.839×" in out
+    assert cli.main(["targets", str(path)]) == 0
+    assert "0.839×" not in capsys.readouterr().out  # only asked for
+    met = records.save(softmax_doc | {"records": softmax_doc["records"][:3]}, tmp_path / "met.json")
+    assert cli.main(["targets", "--misses", str(met)]) == 0
+    assert "every target is met at every shape" in capsys.readouterr().out
+
+
 def _vector_add(n: int, share: float) -> dict:
     # torch's a + b on float32: 12 bytes an element, at `share` of the sample's 1000 GB/s ceiling.
     ms = 12 * n * 1e-6 / (share * 1000.0)

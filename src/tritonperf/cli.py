@@ -154,10 +154,11 @@ def _out_path(out: str | None, doc: dict) -> Path:
     return Path(out)
 
 
-def _print_targets(doc: dict, rows: list[list[str]]) -> None:
-    table = Table(title=f"targets — {doc['provenance']['gpu']}, {doc['provenance']['date']}")
-    for name in targets.TABLE_HEADER:
-        table.add_column(name, justify="right" if name == "met at" else "left")
+def _print_targets(doc: dict, rows: list[list[str]], title: str = "targets",
+                   header: list[str] = targets.TABLE_HEADER) -> None:
+    table = Table(title=f"{title} — {doc['provenance']['gpu']}, {doc['provenance']['date']}")
+    for name in header:
+        table.add_column(name, justify="right" if name in ("met at", "value") else "left")
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -174,6 +175,11 @@ def cmd_targets(args: argparse.Namespace) -> int:
         console.print("no record in this file is held to a target")
         return 0
     _print_targets(doc, rows)
+    if args.misses:
+        if misses := targets.miss_rows(doc):
+            _print_targets(doc, misses, "misses", targets.MISS_HEADER)
+        else:
+            console.print("every target is met at every shape")
     return 0
 
 
@@ -242,6 +248,7 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 
     check = sub.add_parser("targets", help="hold a results file against the package's performance targets")
     check.add_argument("recorded", metavar="FILE", help="results file")
+    check.add_argument("--misses", action="store_true", help="also list every shape at which a target is missed")
     check.set_defaults(func=cmd_targets)
     return parser, dict(sub.choices)
 

@@ -203,7 +203,9 @@ def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict
     bytes misses too (:func:`streaming_share`); ``within_reach`` and ``met_within_reach``: at how
     many shapes such a pass meets the target, and at how many of those ours does; and
     ``worst_within_reach`` / ``worst_within_reach_at``: the lowest value among them (None where
-    there are none). Elsewhere those five are None.
+    there are none). Elsewhere those five are None. ``misses`` lists every shape that misses the
+    target, worst first, as dicts of ``value``, ``at`` and ``within_reach`` (whether a streaming
+    pass of the same bytes meets the target; None where the target is not weighed that way).
     """
     rows = summarize(doc)
     reference = size_reference(doc)
@@ -233,9 +235,12 @@ def check(doc: dict[str, Any], targets: list[Target] | None = None) -> list[dict
         if not values:
             continue
         worst, worst_at, _ = min(values, key=lambda v: v[:2])
+        misses = [{"value": v, "at": at, "within_reach": None if reach is None else reach >= target.minimum}
+                  for v, at, reach in sorted(values, key=lambda v: v[:2]) if v < target.minimum]
         row = {"target": target, "shapes": len(values), "met": sum(v >= target.minimum for v, _, _ in values),
                "worst": worst, "worst_at": worst_at, "out_of_reach": None, "within_reach": None,
-               "met_within_reach": None, "worst_within_reach": None, "worst_within_reach_at": None}
+               "met_within_reach": None, "worst_within_reach": None, "worst_within_reach_at": None,
+               "misses": misses}
         if sized:
             within = [(v, at) for v, at, reach in values if reach >= target.minimum]
             row["within_reach"] = len(within)
@@ -265,3 +270,18 @@ def table_rows(doc: dict[str, Any]) -> list[list[str]]:
         out.append([c["target"].kernel, c["target"].direction, c["target"].text, f"{c['met']} of {c['shapes']}",
                     f"{c['worst']:.2f}× {c['worst_at']}", within])
     return out
+
+
+#: Column names of :func:`miss_rows`.
+MISS_HEADER = ["kernel", "dir", "target", "value", "shape", "same-size pass"]
+
+
+def miss_rows(doc: dict[str, Any]) -> list[list[str]]:
+    """Every shape at which a target of :func:`check` is missed, target by target and worst first,
+    in the order of :data:`MISS_HEADER`. The last column says whether a streaming pass of the same
+    bytes meets the target there (``meets it``: the miss is our kernel's own) or not (``misses it
+    too``); it is empty for the targets that :func:`check` does not weigh that way."""
+    reach = {True: "meets it", False: "misses it too", None: ""}
+    return [[c["target"].kernel, c["target"].direction, c["target"].text, f"{m['value']:.3f}×", m["at"],
+             reach[m["within_reach"]]]
+            for c in check(doc) for m in c["misses"]]
