@@ -288,6 +288,25 @@ def load_held(x_ptr, row, n_rows, x_row_stride, cols, n_cols, other: gl.constexp
     return x.to(gl.float32)
 
 
+def unpublished_shares(n_rows: int, split: int, device: torch.device) -> torch.Tensor:
+    """The table through which a split kernel's programs trade their row sums: one int64 share for
+    each of the ``split`` programs of each row, -1 (all bits set, never written by ``pack_sums``)
+    until published."""
+    return torch.full((n_rows, split), -1, dtype=torch.int64, device=device)
+
+
+@gluon.jit
+def split_program(SPLIT: gl.constexpr, SHARES: gl.constexpr, WARPS: gl.constexpr):
+    # A program of a persistent grid whose rows are each shared by SPLIT programs: the chunk it
+    # takes (part = pid % SPLIT), its first row and the step between its rows (pid // SPLIT, +
+    # groups, ..., groups = programs / SPLIT), and the lanes of a row's shares. Every thread holds
+    # all SHARES lanes (a power of two, at least SPLIT), so their sums need no exchange across
+    # threads.
+    share_layout: gl.constexpr = gl.BlockedLayout([SHARES], [32], [WARPS], [0])
+    pid = gl.program_id(0)
+    return pid % SPLIT, pid // SPLIT, gl.num_programs(0) // SPLIT, gl.arange(0, SHARES, layout=share_layout)
+
+
 @gluon.jit
 def pack_sums(s, q):
     # A program's two sums for a row as one int64, s in the low half, so that one 8-byte exchange

@@ -56,10 +56,12 @@ from ._rows import (
     release_chunk,
     row_align,
     rows_in_flight,
+    split_program,
     stage_chunk,
     stageable,
     staged_descriptor,
     thread_barrier,
+    unpublished_shares,
     wait_for_shares,
 )
 
@@ -373,20 +375,13 @@ def norm_fwd_split_kernel(
     # program of a group runs at once and the wait ends.
     CHUNK: gl.constexpr = x_desc.block_type.shape[1] * x_desc.block_type.shape[2]
     layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
-    # Every thread holds all SPLIT shares of a row (SHARES, a power of two, at least SPLIT), so
-    # their sums need no exchange across threads.
-    share_layout: gl.constexpr = gl.BlockedLayout([SHARES], [32], [WARPS], [0])
-    pid = gl.program_id(0)
-    part = pid % SPLIT
-    first_row = pid // SPLIT
-    step = gl.num_programs(0) // SPLIT
+    part, first_row, step, parts = split_program(SPLIT, SHARES, WARPS)
     buf, ready, offs = allocate_ring(x_desc, RING, layout)
     for k in gl.static_range(RING):
         stage_chunk(x_desc, buf, ready, first_row + k * step, part, k, M)
     cols = part * CHUNK + offs
     col_mask = cols < N
     n_part = gl.minimum(N - part * CHUNK, CHUNK).to(gl.float32)
-    parts = gl.arange(0, SHARES, layout=share_layout)
     if HAS_W:
         w = gl.load(w_ptr + cols, mask=col_mask, other=0.0)
     if HAS_B:
@@ -701,15 +696,10 @@ def norm_bwd_staged_kernel(
     # overlaps the next row's work.
     CHUNK: gl.constexpr = x_desc.block_type.shape[1] * x_desc.block_type.shape[2]
     layout: gl.constexpr = chunk_layout(WARPS, x_desc.dtype.primitive_bitwidth)
-    share_layout: gl.constexpr = gl.BlockedLayout([SHARES], [32], [WARPS], [0])
-    pid = gl.program_id(0)
-    part = pid % SPLIT
-    first_row = pid // SPLIT
-    step = gl.num_programs(0) // SPLIT
+    part, first_row, step, parts = split_program(SPLIT, SHARES, WARPS)
     buf, ready, offs = open_pair_ring(x_desc, dy_desc, first_row, step, part, RING, M, layout)
     cols = part * CHUNK + offs
     col_mask = cols < N
-    parts = gl.arange(0, SHARES, layout=share_layout)
     if HAS_W:
         w_smem = gl.allocate_shared_memory(w_ptr.dtype.element_ty, offs.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
                                            gl.load(w_ptr + cols, mask=col_mask, other=0.0))
@@ -1475,8 +1465,7 @@ def _norm_fwd(x, weight, bias, eps, out, rms, knobs):
     w = weight.contiguous() if weight is not None else x2
     b = bias.contiguous() if bias is not None else x2
     if cfg.staged and stageable(x2):
-        # Each program's share of each row's sums, -1 (all bits set) until published.
-        shares = torch.full((m, cfg.split), -1, dtype=torch.int64, device=x.device)
+        shares = unpublished_shares(m, cfg.split, x.device)
         norm_fwd_split_kernel[(cfg.programs,)](
             staged_descriptor(x2, cfg.block_n // STAGED_VIEW), y2, w, b, mean, rstd, shares, m, n, y2.stride(0),
             float(eps), RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, RING=cfg.num_stages,
@@ -1519,8 +1508,7 @@ def _norm_bwd(dy, x, weight, bias, mean, rstd, dx, rms, grad_weight, grad_bias, 
     if cfg.staged and stageable(x2) and stageable(dy2):
         groups = cfg.programs // cfg.split
         partials = torch.empty((len(sums), groups, n), dtype=torch.float32, device=x.device)
-        # Each program's share of each row's sums, -1 (all bits set) until published.
-        shares = torch.full((m, cfg.split), -1, dtype=torch.int64, device=x.device) if cfg.split > 1 else rstd
+        shares = unpublished_shares(m, cfg.split, x.device) if cfg.split > 1 else rstd  # not read unless split
         runs = cfg.block_n // STAGED_VIEW
         norm_bwd_staged_kernel[(cfg.programs,)](
             staged_descriptor(x2, runs), staged_descriptor(dy2, runs), dx2, w, stats, rstd,

@@ -55,10 +55,12 @@ from ._rows import (
     release_chunk,
     row_align,
     rows_in_flight,
+    split_program,
     stage_chunk,
     stageable,
     staged_descriptor,
     staging_split,
+    unpublished_shares,
     wait_for_shares,
 )
 
@@ -566,15 +568,10 @@ def softmax_bwd_staged_split_kernel(y_desc, dy_desc, dx_ptr, shares_ptr, n_rows,
     # The launch is cooperative, so every program of a group runs at once and the wait ends.
     CHUNK: gl.constexpr = y_desc.block_type.shape[1] * y_desc.block_type.shape[2]
     layout: gl.constexpr = chunk_layout(WARPS, y_desc.dtype.primitive_bitwidth)
-    share_layout: gl.constexpr = gl.BlockedLayout([SHARES], [32], [WARPS], [0])
-    pid = gl.program_id(0)
-    part = pid % SPLIT
-    first_row = pid // SPLIT
-    step = gl.num_programs(0) // SPLIT
+    part, first_row, step, parts = split_program(SPLIT, SHARES, WARPS)
     buf, ready, offs = open_pair_ring(y_desc, dy_desc, first_row, step, part, RING, n_rows, layout)
     cols = part * CHUNK + offs
     col_mask = cols < n_cols
-    parts = gl.arange(0, SHARES, layout=share_layout)
     n_mine = gl.maximum(gl.cdiv(n_rows - first_row, step), 0)
     for i in range(n_mine + 1):
         row = first_row + i * step
@@ -1155,8 +1152,7 @@ def softmax_backward(
                plan.num_warps, fit=fit, max_registers=plan.max_registers)
     elif plan.path == "staged" and plan.programs_per_row > 1:
         runs = plan.chunk_n // STAGED_VIEW
-        # Each program's share of each row's sum, -1 (all bits set) until published.
-        shares = torch.full((n_rows, plan.programs_per_row), -1, dtype=torch.int64, device=y.device)
+        shares = unpublished_shares(n_rows, plan.programs_per_row, y.device)
         softmax_bwd_staged_split_kernel[(plan.grid,)](
             staged_descriptor(y2, runs), staged_descriptor(dy2, runs), dx2, shares, n_rows, n_cols, dx2.stride(0),
             RING=plan.num_stages, SPLIT=plan.programs_per_row, SHARES=next_power_of_2(plan.programs_per_row),
