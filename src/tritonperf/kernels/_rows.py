@@ -157,16 +157,22 @@ def can_stage_rows(device: torch.device | str | None, row_bytes: int) -> bool:
 MAX_HELD_CHUNKS = 1
 
 
+def staged_shape(device: torch.device | str | None, n_rows: int, n_cols: int, itemsize: int) -> bool:
+    """Whether a staged kernel's grid takes ``n_rows`` rows of ``n_cols`` elements of ``itemsize``
+    bytes: 16- or 32-bit rows of a whole number of ``STAGED_VIEW`` runs, at least as many rows as
+    SMs (the grid is one program per SM, or one group of programs)."""
+    device = torch.device(device if device is not None else "cpu")
+    return itemsize in (2, 4) and n_cols % STAGED_VIEW == 0 and n_rows >= runtime.sm_count(device)
+
+
 def staging_split(device: torch.device | str | None, n_rows: int, n_cols: int, itemsize: int,
                   chunk: int, tensors: int = 1) -> tuple[int, int] | None:
     """How a staged kernel holds ``n_rows`` rows of ``n_cols`` elements of ``itemsize`` bytes,
     in chunks of ``chunk`` elements, of each of ``tensors`` tensors read together: ``(chunks in
     shared memory, chunks held in registers)``, counted over the tensors, or None where it cannot
-    take them. It takes 16- and 32-bit rows of a whole number of ``STAGED_VIEW`` runs, at least
-    as many rows as SMs (the grid is one program per SM), whose chunks :func:`can_stage_rows`
+    take them. It takes rows that :func:`staged_shape` accepts, whose chunks :func:`can_stage_rows`
     accepts on ``device``, all but at most ``MAX_HELD_CHUNKS`` of them."""
-    device = torch.device(device if device is not None else "cpu")
-    if itemsize not in (2, 4) or n_cols % STAGED_VIEW or n_rows < runtime.sm_count(device):
+    if not staged_shape(device, n_rows, n_cols, itemsize):
         return None
     chunks = tensors * cdiv(n_cols, chunk)
     for held in range(min(MAX_HELD_CHUNKS, chunks - 1) + 1):

@@ -60,6 +60,7 @@ from ._rows import (
     stage_chunk,
     stageable,
     staged_descriptor,
+    staged_shape,
     thread_barrier,
     unpublished_shares,
     wait_for_shares,
@@ -1233,7 +1234,7 @@ def _bwd_staging(device, M: int, N: int, itemsize: int, rms: bool, weight_itemsi
     """``(block_n, num_warps, rows in flight, split)`` where the backward stages rows (``BWD_STAGED``,
     ``BWD_SPLIT``), else None."""
     whole, split_rule = BWD_STAGED.get((rms, itemsize)), BWD_SPLIT.get((rms, itemsize))
-    if whole is None or N < whole[0] or N % STAGED_VIEW or M < runtime.sm_count(device):
+    if whole is None or N < whole[0] or not staged_shape(device, M, N, itemsize):
         return None
     if N <= whole[1]:  # a chunk of a power of two of runs; the copy fills the runs past N with zeros
         block_n, split, (warps, ring) = next_power_of_2(N), 1, whole[2:]
@@ -1251,7 +1252,7 @@ def _fwd_staging(device, M: int, N: int, itemsize: int) -> tuple[int, int, int, 
     """``(block_n, num_warps, rows in flight, split)`` where the forward splits rows over programs
     (``FWD_SPLIT``), else None."""
     rule = FWD_SPLIT.get(itemsize)
-    if rule is None or not FWD_SPLIT_N[0] < N <= FWD_SPLIT_N[1] or N % STAGED_VIEW or M < runtime.sm_count(device):
+    if rule is None or not FWD_SPLIT_N[0] < N <= FWD_SPLIT_N[1] or not staged_shape(device, M, N, itemsize):
         return None
     block_n, warps = rule
     split = cdiv(N, block_n)

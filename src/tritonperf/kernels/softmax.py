@@ -59,6 +59,7 @@ from ._rows import (
     stage_chunk,
     stageable,
     staged_descriptor,
+    staged_shape,
     staging_split,
     unpublished_shares,
     wait_for_shares,
@@ -846,9 +847,9 @@ def _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_
 def _shared_rows(device, n_rows: int, n_cols: int, itemsize: int, chunk: int) -> tuple[int, int] | None:
     """``(programs a row, rows in flight)`` where the backward shares rows of ``y`` and ``dy`` out
     among programs, a chunk of ``chunk`` elements of each to a program, else None."""
-    device = torch.device(device if device is not None else "cpu")
-    if itemsize not in (2, 4) or n_cols % STAGED_VIEW or n_rows < runtime.sm_count(device):
+    if not staged_shape(device, n_rows, n_cols, itemsize):
         return None
+    device = torch.device(device if device is not None else "cpu")
     per_row = cdiv(n_cols, chunk)
     ring = rows_in_flight(device, STAGED_SPLIT_RING, 2 * chunk * itemsize)
     # A row's pass 2 runs after the next row's pass 1: two rows at least.
