@@ -64,6 +64,15 @@ def small_gpu_shared_memory(monkeypatch) -> SharedMemoryWatch:
 
 
 @pytest.fixture(autouse=True)
+def _release_gpu_memory():
+    # pytest-xdist's workers share one GPU: memory a finished test leaves in torch's cache would be
+    # missing for a large test in another worker (8 workers on an H200 ran out of memory without this).
+    yield
+    if ON_GPU and torch.cuda.memory_reserved() > 2**30:
+        torch.cuda.empty_cache()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_seed(request):
     # A different seed for every test, but reproducible from the test's name.
     torch.manual_seed(zlib.crc32(request.node.nodeid.encode()))
