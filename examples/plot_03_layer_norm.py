@@ -391,7 +391,7 @@ for n in (1024, 4096, 8192):
 #
 # On Hopper, rows of about 8192 to 16384 columns take a third path (``BWD_STAGED``). The copy
 # engine (TMA) brings a whole row of ``x`` and one of ``dy`` into shared memory, two rows ahead
-# of the one being worked on (three for float32 rows of 8192, one for float32 rows of 16384),
+# of the one being worked on (three for float32 rows of 8192, one for RMS norm's of 16384),
 # and the program reads them from there twice: once for the row sums, once for ``dx``. Memory
 # sees each row once, and the registers hold only the weight sums. Plain Triton decides by
 # itself what goes to shared memory, so this kernel is written in Gluon, Triton's lower-level
@@ -420,7 +420,11 @@ for n in (1024, 4096, 8192):
 # of the copy ceiling in layer norm and 0.77-0.83 in RMS norm at 4096 x 65536; with the packed
 # words, at 0.88 (bfloat16), 0.90 (float16) and 0.96 (float32) in layer norm and 0.97 in RMS
 # norm, against 0.58-0.60 for the tiled path (H200, triton 3.6, torch 2.11, 2026-12-01, one
-# interleaved run of the three).
+# interleaved run of the three). Float32 layer norm splits its rows from 8193 columns on: at
+# 4096 x 16384, two programs a row ran at 0.90 of the copy ceiling against 0.82 for one program
+# a row, which has room for only one such row in flight. Everywhere else it was tried in the same
+# run (2026-12-02), the split tied (float32 RMS norm at 16384) or lost, by up to 78% (rows of 5120
+# in chunks of 1024).
 #
 # A row of 5120 columns sits in a tile of 8192 with 3072 lanes masked. Held as a tile of 4096 and
 # one of 1024, as the softmax forward holds it (see its lesson), bfloat16 layer norm's backward

@@ -536,7 +536,8 @@ def test_staged_backward(norm, dtype, monkeypatch, request):
     part = BWD_SPLIT[(rms, dtype.itemsize)][1]
     for cols in (16384, 49 * STAGED_VIEW, 65536, 161 * STAGED_VIEW):
         cfg = norm_config(rows, cols, "bwd", cuda, itemsize=dtype.itemsize, rms=rms)
-        assert cfg.staged == hopper and (not hopper or cfg.split == (1 if cols <= 16384 else -(-cols // part)))
+        whole = cols <= BWD_STAGED[(rms, dtype.itemsize)][1]
+        assert cfg.staged == hopper and (not hopper or cfg.split == (1 if whole else -(-cols // part)))
         # bfloat16 steps by 8 at 1000: most rows would be one value
         shift = 100 if dtype == torch.bfloat16 else 1000
         x = (shift + random_tensor((rows, cols + 64), torch.float32, cuda)).to(dtype)[:, :cols]
@@ -617,7 +618,9 @@ def test_staged_backward_config(monkeypatch, request):
             assert not norm_config(*args, "bwd", "cpu", itemsize=itemsize, rms=rms, **kwargs).staged
         assert not norm_config(4096, most, "fwd", "cpu", itemsize=itemsize, rms=False).staged
     assert norm_config(4096, 16384, "bwd", "cpu", itemsize=2).num_stages == 2
-    assert norm_config(4096, 16384, "bwd", "cpu", itemsize=4).num_stages == 1
+    assert norm_config(4096, 16384, "bwd", "cpu", itemsize=4, rms=True).num_stages == 1  # a whole float32 row
+    assert (norm_config(4096, 16384, "bwd", "cpu", itemsize=4).num_stages,
+            norm_config(4096, 16384, "bwd", "cpu", itemsize=4).split) == (3, 2)  # ... or two halves of one
     assert norm_config(4096, 8192, "bwd", "cpu", itemsize=4).num_stages == 3
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: False)  # nothing fits
     norm_config.cache_clear()
@@ -739,10 +742,15 @@ def test_streamed_forward_configs(device):
 
 def test_forward_grid(device):
     # One program per tile by default, for rows held in registers and for streamed rows alike;
-    # `programs` asks for a persistent grid.
+    # `programs` asks for a persistent grid. Rows split over programs (FWD_SPLIT, Hopper only: float32
+    # rows of 65536 here) take a persistent grid of whole groups, one program per SM at most.
     for n, itemsize in [(256, 2), (5000, 2), (16384, 4), (16385, 2), (65536, 4), (300_000, 4)]:
         cfg = norm_config(4096, n, "fwd", device, itemsize=itemsize)
-        assert cfg.programs == -(-4096 // cfg.rows)
+        if cfg.staged:
+            assert (n, cfg.split) == (65536, -(-n // cfg.block_n)) and cfg.programs % cfg.split == 0
+            assert runtime.sm_count(device) - cfg.split < cfg.programs <= runtime.sm_count(device)
+        else:
+            assert cfg.programs == -(-4096 // cfg.rows)
     assert norm_config(4096, 65536, "fwd", device).tiled
     assert norm_config(4096, 256, "fwd", device, itemsize=2, programs=3).programs == 3  # the knob wins
     assert norm_config(4096, 65536, "fwd", device, programs=3).programs == 3
