@@ -961,13 +961,13 @@ BWD_SHARED_BYTES = 192 * 1024
 # in 16-bit and float32 at 4096 x 4096, 16384 x 5120, 4096 x 8192 and 16384 x 4096, +3% at
 # 4096 x 1024 (H200, triton 3.6, torch 2.11, one interleaved run, 7 rounds). It waits on memory
 # with too few warps to cover the latency, not on issue.
-# (RMS, bytes per element): (fewest columns, most columns, num_warps, rows in flight)
 # Float32 layer norm splits rows longer than 8192 (BWD_SPLIT): at 4096 x 16384, in two chunks,
 # 211.7 us (0.90 of the copy ceiling) against 232.6 us (0.82) for whole rows; 16 warps took
 # 202.7 us (0.94), untimed at longer rows. Split float32 RMS norm tied whole rows (211.1 against
 # 211.7 us). Every other split tried, of 16-bit rows of 16384 and of rows of 4096, 5120 and 8192,
 # ran at 0.22-0.99 of the path it would replace (H200, triton 3.6, torch 2.11, 2026-12-02, one
 # interleaved run; chunks of 1024-8192 columns in 4-16 warps; gradients checked first).
+# (RMS, bytes per element): (fewest columns, most columns, num_warps, rows in flight)
 BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
               (False, 4): (8192, 8192, 8, 3), (True, 4): (8192, 16384, 8, 3)}
 # Rows longer than BWD_STAGED's, up to BWD_SPLIT's most columns, are staged too, each split into
