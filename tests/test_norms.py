@@ -619,8 +619,8 @@ def test_staged_backward_config(monkeypatch, request):
         assert not norm_config(4096, most, "fwd", "cpu", itemsize=itemsize, rms=False).staged
     assert norm_config(4096, 16384, "bwd", "cpu", itemsize=2).num_stages == 2
     assert norm_config(4096, 16384, "bwd", "cpu", itemsize=4, rms=True).num_stages == 1  # a whole float32 row
-    assert (norm_config(4096, 16384, "bwd", "cpu", itemsize=4).num_stages,
-            norm_config(4096, 16384, "bwd", "cpu", itemsize=4).split) == (3, 2)  # ... or two halves of one
+    halves = norm_config(4096, 16384, "bwd", "cpu", itemsize=4)
+    assert (halves.num_stages, halves.split) == (3, 2)  # ... or two halves of one
     assert norm_config(4096, 8192, "bwd", "cpu", itemsize=4).num_stages == 3
     monkeypatch.setattr(_rows, "can_stage_rows", lambda device, row_bytes: False)  # nothing fits
     norm_config.cache_clear()

@@ -844,12 +844,11 @@ def _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_
     _check_positive("split", split)
 
 
-def _shared_rows(device, n_rows: int, n_cols: int, itemsize: int, chunk: int) -> tuple[int, int] | None:
+def _shared_rows(device: torch.device, n_rows: int, n_cols: int, itemsize: int, chunk: int) -> tuple[int, int] | None:
     """``(programs a row, rows in flight)`` where the backward shares rows of ``y`` and ``dy`` out
     among programs, a chunk of ``chunk`` elements of each to a program, else None."""
     if not staged_shape(device, n_rows, n_cols, itemsize):
         return None
-    device = torch.device(device if device is not None else "cpu")
     per_row = cdiv(n_cols, chunk)
     ring = rows_in_flight(device, STAGED_SPLIT_RING, 2 * chunk * itemsize)
     # A row's pass 2 runs after the next row's pass 1: two rows at least.
@@ -909,7 +908,8 @@ def softmax_plan(
     programs to a row) unless a knob is given: knobs describe the Triton kernels.
     """
     _check_knobs(max_fused_n, rows_per_program, num_warps, num_stages, programs_per_sm, tile_n, split)
-    sms = runtime.sm_count(torch.device(device if device is not None else "cpu"))
+    device = torch.device(device if device is not None else "cpu")
+    sms = runtime.sm_count(device)
     n_tensors = 1 if direction == "fwd" else 2
     itemsize = torch.empty((), dtype=dtype).element_size()
 
