@@ -541,9 +541,9 @@ for doc, live in results:
               f"{c['row_share']:4.0%}; {BWD_TARGET:.2f} at {c['rows'][0]} rows allows {allowed:4.1f} µs fixed")
 
 # %%
-# In the recorded H200 run (commit f1ff5f9, triton 3.6.0, torch 2.11, 2026-12-01) the loop over
-# rows runs at 95-96% of the ceiling, and the calls lose their share to a fixed 6-9 µs; the
-# vector add pays 2.7 µs. Five row counts from 2048 to 32768 in bfloat16 confirmed the line and
+# In the recorded H200 run (commit c361eee, triton 3.6.0, torch 2.11, 2026-12-02) the loop over
+# rows runs at 93-97% of the ceiling, and the calls lose their share to a fixed 6-10 µs (13 µs
+# for float32 rows of 8192); the vector add pays 2.8 µs. Five row counts from 2048 to 32768 in bfloat16 confirmed the line and
 # took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one interleaved run; no point lay more
 # than 6% off its line):
 #
@@ -555,9 +555,9 @@ for doc, live in results:
 # * 16384 columns, staged: 26.9 µs; the sum kernel 5.0, the staged kernel's weight sums 12.8,
 #   9.1 without them.
 #
-# In that record, at 4096 × 4096 in 16-bit, the target leaves 2.9-3.1 µs of fixed cost: not much
-# more than the vector add pays, and less than this backward pays with no weight gradient at all.
-# At 8192 columns it leaves 5.8-6.5 µs against 8.2-9.0: there the weight-gradient sums are the
+# In that record, at 4096 × 4096 in 16-bit, the target leaves 2.4-2.5 µs of fixed cost: less
+# than the vector add pays, and half what this backward pays with no weight gradient at all.
+# At 8192 columns it leaves 5.9 µs against 8.6-9.7: there the weight-gradient sums are the
 # part to win back. Fewer partial rows would not be enough. A timing experiment let only one
 # program in 16 write its partial row (the gradients it gives are wrong): bfloat16 4096 × 8192
 # rose from 0.811 to 0.846 of the ceiling, and to 0.893 with no weight gradients at all (H200,
