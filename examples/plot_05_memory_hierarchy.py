@@ -124,10 +124,10 @@ for doc, live in results:
 #   next pass starts. Too few bytes are in flight to hide L2's latency. Bandwidth needs a fast
 #   level *and* enough loads in flight.
 # * **The cliff.** Once the buffer no longer fits in L2, each pass evicts lines that the next
-#   pass needs, and the rate falls to HBM's within a step of the sweep. The cliff need not sit
-#   exactly at the L2 size the driver reports (printed above when the example runs on a GPU):
-#   the hardware decides which lines to keep, and a buffer that nearly fills the cache already
-#   loses some of them.
+#   pass needs, and the rate falls to HBM's within one or two steps of the sweep. The cliff
+#   need not sit exactly at the L2 size the driver reports (printed above when the example runs
+#   on a GPU): the hardware decides which lines to keep, and a buffer that nearly fills the
+#   cache already loses some of them.
 # * **HBM.** For large buffers every pass streams from memory. Reads alone run a little faster
 #   than the copy ceiling, which also pays for writes.
 #
