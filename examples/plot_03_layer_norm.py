@@ -543,9 +543,9 @@ for doc, live in results:
 # %%
 # In the recorded H200 run (commit c361eee, triton 3.6.0, torch 2.11, 2026-12-02) the loop over
 # rows runs at 93-97% of the ceiling, and the calls lose their share to a fixed 6-10 µs (13 µs
-# for float32 rows of 8192); the vector add pays 2.8 µs. Five row counts from 2048 to 32768 in bfloat16 confirmed the line and
-# took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one interleaved run; no point lay more
-# than 6% off its line):
+# for float32 rows of 8192); the vector add pays 2.8 µs. Five row counts from 2048 to 32768 in
+# bfloat16 confirmed the line and took it apart (H200, triton 3.6, torch 2.11, 2026-11-29, one
+# interleaved run; no point lay more than 6% off its line):
 #
 # * 4096 columns: 7.0 µs a call, of which the kernel that adds up the partial weight gradients
 #   takes 2.1. Without weight gradients at all the call still pays 4.9 µs: launching, filling
