@@ -963,10 +963,17 @@ BWD_SHARED_BYTES = 192 * 1024
 # with too few warps to cover the latency, not on issue.
 # Float32 layer norm splits rows longer than 8192 (BWD_SPLIT): at 4096 x 16384, in two chunks,
 # 211.7 us (0.90 of the copy ceiling) against 232.6 us (0.82) for whole rows; 16 warps took
-# 202.7 us (0.94), untimed at longer rows. Split float32 RMS norm tied whole rows (211.1 against
-# 211.7 us). Every other split tried, of 16-bit rows of 16384 and of rows of 4096, 5120 and 8192,
-# ran at 0.22-0.99 of the path it would replace (H200, triton 3.6, torch 2.11, 2026-12-02, one
-# interleaved run; chunks of 1024-8192 columns in 4-16 warps; gradients checked first).
+# 202.7 us (0.94). Split float32 RMS norm tied whole rows (211.1 against 211.7 us). Every other
+# split tried, of 16-bit rows of 16384 and of rows of 4096, 5120 and 8192, ran at 0.22-0.99 of
+# the path it would replace (H200, triton 3.6, torch 2.11, 2026-12-02, one interleaved run;
+# chunks of 1024-8192 columns in 4-16 warps; gradients checked first). A second interleaved run
+# later that day (same GPU and versions, fractions of the copy ceiling, 8 warps in parentheses)
+# timed the float32 split in 16 warps at other lengths: layer norm 4096 x 12288 0.872 (0.902),
+# 4096 x 16384 0.941 (0.906), 16384 x 16384 1.000 (0.974), 4096 x 32768 0.966 (0.959), 4096 x
+# 65536 0.868 (0.965); RMS norm 4096 x 32768 0.947 (0.950), 4096 x 65536 0.925 (0.968). 16 warps
+# win by 3-4% only where a row is two whole chunks, a shape that meets its bar in 8: the table
+# keeps 8. RMS norm, whose rows up to 16384 are staged whole, split in 16 warps: 4096 x 12288
+# 0.921 (whole rows 0.892), 4096 x 16384 0.900 (0.898).
 # (RMS, bytes per element): (fewest columns, most columns, num_warps, rows in flight)
 BWD_STAGED = {(False, 2): (8193, 16384, 8, 2), (True, 2): (8193, 16384, 16, 2),
               (False, 4): (8192, 8192, 8, 3), (True, 4): (8192, 16384, 8, 3)}
