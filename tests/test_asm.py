@@ -336,6 +336,31 @@ def test_sass_and_resources(add_aligned, transpose_tiles):
         assert c.resources.local_memory_bytes == 0, f"{c.name} spills"
 
 
+@pytest.fixture(scope="module")
+def matmuls() -> dict[str, asm.CompiledText]:
+    return asm._matmul_compilations()
+
+
+@needs_cuda_compiler
+def test_matmul_loops_keep_one_group_of_products_in_flight(matmuls):
+    # What the chapter reads from the loop over K: the Tensor Core shape, how the tiles arrive,
+    # and that each step waits only for the step before's products, never for its own.
+    tma, tiles = (asm.loop_around(asm.clean(matmuls[name].ptx), asm.MMA) for name in ("matmul", "matmul_tiles"))
+    for loop in (tma, tiles):
+        assert asm.count(loop, r"\bwgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16\b") == 4  # 64 of K
+        assert re.findall(asm.MMA_WAIT, loop) == ["1"]
+    assert asm.count(tma, asm.TMA_LOAD) == 2 and asm.count(tma, r"\bmbarrier\.try_wait") == 1
+    assert asm.count(tma, asm.ASYNC_COPY) == 0
+    assert asm.count(tiles, asm.ASYNC_COPY) == 8 and asm.count(tiles, asm.TMA_LOAD) == 0  # 16 bytes a copy
+    stages = 4 * (128 + 128) * 64 * 2
+    assert matmuls["matmul_tiles"].shared_bytes == stages
+    assert 0 < matmuls["matmul"].shared_bytes - stages - 128 * 128 * 2 <= 1024  # the output tile, and barriers
+    if matmuls["matmul"].resources is not None:
+        assert matmuls["matmul"].resources.registers < matmuls["matmul_tiles"].resources.registers
+        for c in matmuls.values():
+            assert c.resources.local_memory_bytes == 0, f"{c.name} spills"
+
+
 @needs_cuda_compiler
 def test_write_excerpts(tmp_path):
     paths = asm.write_excerpts(tmp_path)
@@ -399,6 +424,17 @@ def test_between_and_count():
     assert asm.between(TEXT, "^b", "^d") == "b 1\nc\nd\n"
     assert asm.between(TEXT, "^[be]", "^[cf]") == "b 1\nc\n...\ne 2\nf\n"
     assert asm.count(TEXT, r"\d") == 2
+
+
+def test_loop_around():
+    ptx = ("\tmov.u32 \t%r1, 0;\n$L__BB0_1:\n\tadd.s32 \t%r1, %r1, 1;\n$L__BB0_2:\n\tmul.f32 \t%r2, %r2, %r3;\n"
+           "\t@%p1 bra \t$L__BB0_2;\n\t@%p2 bra.uni \t$L__BB0_1;\n\tret;\n")
+    inner = "$L__BB0_2:\n\tmul.f32 \t%r2, %r2, %r3;\n\t@%p1 bra \t$L__BB0_2;\n"
+    assert asm.loop_around(ptx, r"mul\.f32") == inner
+    assert asm.loop_around(ptx, r"add\.s32") == "\n".join(ptx.splitlines()[1:7]) + "\n"  # the outer loop
+    assert asm.loop_around(ptx, r"mov\.u32") == ""  # before any loop
+    assert asm.loop_around(ptx, r"ret") == ""  # after the loops
+    assert asm.loop_around(ptx, r"fma") == ""
 
 
 def test_clean_drops_debug_information():

@@ -600,6 +600,31 @@ BARRIER = r"\bbar\.sync\b"
 SHUFFLE = r"\bshfl\.sync\."
 ASYNC_COPY = r"\bcp\.async\.(ca|cg)\.shared"  # global to shared memory without passing through registers
 XOR = r"\bxor\.b(32|64)\b"
+MMA = r"\bwgmma\.mma_async\."  # a Tensor Core product of one warpgroup (Hopper)
+MMA_WAIT = r"\bwgmma\.wait_group\.sync\.aligned\s+(\d+)"  # wait until at most this many MMA groups are pending
+TMA_LOAD = r"\bcp\.async\.bulk\.tensor\.\dd\.shared"  # a tile copied from global to shared memory by the TMA
+
+
+def loop_around(ptx: str, pattern: str) -> str:
+    """The innermost loop of ``ptx`` that holds the first line matching ``pattern``.
+
+    From the loop's label to the branch back to it, both included; the empty string when no line
+    matches or the line is in no loop.
+    """
+    lines = ptx.splitlines()
+    regex = re.compile(pattern)
+    hit = next((i for i, line in enumerate(lines) if regex.search(line)), None)
+    if hit is None:
+        return ""
+    for start in range(hit, -1, -1):
+        label = re.match(r"^(\$L__\w+):", lines[start])
+        if not label:
+            continue
+        back = re.compile(rf"\bbra(\.uni)?\s+{re.escape(label.group(1))};")
+        end = next((j for j in range(hit, len(lines)) if back.search(lines[j])), None)
+        if end is not None:
+            return "\n".join(lines[start:end + 1]) + "\n"
+    return ""
 
 
 
@@ -610,6 +635,7 @@ EXCERPTS = (
     "vector_add.ttgir", "vector_add.ptx", "vector_add_any_n.ptx", "vector_add.sass", "vector_add.summary",
     "softmax.ttgir", "softmax.ptx", "softmax.summary",
     "transpose.ttgir", "transpose.ptx", "transpose.summary",
+    "matmul.ptx", "matmul.summary",
 )
 
 
@@ -645,6 +671,36 @@ def _excerpt_compilations() -> dict[str, CompiledText]:
              "MASKED": False, "INT64": False, "PERSISTENT": False},
             num_warps=warps, divisible_by_16=[*tiles],
         ),
+        **_matmul_compilations(),
+    }
+
+
+def _matmul_compilations() -> dict[str, CompiledText]:
+    """Both matmul kernels for a float16 product of 4096 x 4096 row-major matrices (every size and
+    stride a multiple of 16), unbatched, in one of the autotuner's configs: 128 x 128 tiles, 4
+    stages, 8 warps."""
+    matmul = importlib.import_module("tritonperf.kernels.matmul")
+    block_m, block_n, stages, warps = next(t for t in matmul.CONFIG_TILES if t == (128, 128, 4, 8))
+    sizes = ["M", "N", "K", "M_BUCKET", "N_BUCKET", "K_BUCKET"]
+    strides = ["stride_ab", "stride_am", "stride_bb", "stride_bk", "stride_cb", "stride_cm"]
+    pointers = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "bias_ptr": "*fp16",
+                "scale_a_ptr": "*fp32", "scale_b_ptr": "*fp32"}
+    consts = {"stride_ak": 1, "stride_bn": 1, "BLOCK_M": block_m, "BLOCK_N": block_n,
+              "BLOCK_K": matmul.K_TILE_BYTES // 2, "GROUP_M": matmul.DEFAULT_GROUP_M, "HAS_BIAS": False,
+              "HAS_SCALES": False, "ACTIVATION": None, "INPUT_PRECISION": "tf32"}
+    tma = {**pointers, **dict.fromkeys(["BATCH", *strides, *sizes], "i32")}
+    tiles = {**pointers, **dict.fromkeys([*strides, *sizes], "i32")}
+    return {
+        "matmul": compile_for_hopper(
+            matmul.matmul_tma_kernel, tma,
+            {**consts, "A_BATCHED": False, "B_BATCHED": False, "C_BATCHED": False, "A_TRANSPOSED": False,
+             "B_TRANSPOSED": False},
+            num_warps=warps, num_stages=stages, divisible_by_16=[*tma],
+        ),
+        "matmul_tiles": compile_for_hopper(
+            matmul.matmul_kernel, tiles, {**consts, "stride_cn": 1, "INT64": False},
+            num_warps=warps, num_stages=stages, divisible_by_16=[*tiles],
+        ),
     }
 
 
@@ -657,6 +713,15 @@ def _resources(c: CompiledText) -> str:
         return "registers, local memory: not shown (this Triton carries no cuobjdump)"
     r = c.resources
     return f"registers per thread: {r.registers}; local memory per thread, stack frame included (spills): {r.local_memory_bytes} bytes"
+
+
+def _mma_loop(c: CompiledText, loop: str, copies: str) -> str:
+    # What one step of a matmul's loop over K issues, and what the kernel asks of the SM.
+    shape = re.search(r"\bwgmma\.mma_async\.[\w.]*?\.(m\d+n\d+k\d+)\.", loop)
+    waits = ", ".join(re.findall(MMA_WAIT, loop)) or "none"
+    return (f"a step of the loop over K issues {copies} and {count(loop, MMA)} wgmma.mma_async "
+            f"({shape.group(1) if shape else 'no shape found'}) a warpgroup, then waits until {waits} group(s) of "
+            f"products remain in flight\n  shared memory per program: {c.shared_bytes:,} bytes; {_resources(c)}\n")
 
 
 def _excerpt_texts(c: dict[str, CompiledText]) -> dict[str, str]:
@@ -720,6 +785,21 @@ def _excerpt_texts(c: dict[str, CompiledText]) -> dict[str, str]:
         f"{count(p, WIDE_GLOBAL_STORE)} 16-byte global stores\n"
         f"XOR instructions in the address arithmetic (the kernel computes nothing else): {count(p, XOR)}\n"
         f"{_resources(trans)}\n")
+
+    mm, mm_tiles = c["matmul"], c["matmul_tiles"]
+    loop, loop_tiles = loop_around(ptx["matmul"], MMA), loop_around(ptx["matmul_tiles"], MMA)
+    # The 64 accumulator registers of each MMA are listed in full in the PTX; one mention is enough.
+    shortened = re.sub(r"\{\s*%r\d+(?:\s*,\s*%r\d+){7,}\s*\}", lambda m: f"{{ {m.group(0).count('%r')} registers }}",
+                       grep(loop, r"^\$L__|mbarrier|wgmma|cp\.async|\bbra"))
+    texts["matmul.ptx"] = _header(mm, "PTX: the loop over K (copies, waits and Tensor Core products)") + shortened
+    m, n, k = (mm.constexprs[name] for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    texts["matmul.summary"] = (
+        f"tile: {m} x {n}, K in steps of {k} float16 elements; {mm.num_warps} warps, "
+        f"that is {mm.num_warps // 4} warpgroups of 4\n"
+        f"{mm.num_stages} stages: {mm.num_stages} tiles of A ({m} x {k}) and {mm.num_stages} of B ({k} x {n}), "
+        f"{mm.num_stages * (m + n) * k * 2:,} bytes\n"
+        f"matmul_tma_kernel: {_mma_loop(mm, loop, f'{count(loop, TMA_LOAD)} TMA copies (cp.async.bulk.tensor)')}"
+        f"matmul_kernel: {_mma_loop(mm_tiles, loop_tiles, f'{count(loop_tiles, ASYNC_COPY)} cp.async copies a thread')}")
     return texts
 
 
