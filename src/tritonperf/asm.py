@@ -680,7 +680,9 @@ def _matmul_compilations() -> dict[str, CompiledText]:
     stride a multiple of 16), unbatched, in one of the autotuner's configs: 128 x 128 tiles, 4
     stages, 8 warps."""
     matmul = importlib.import_module("tritonperf.kernels.matmul")
-    block_m, block_n, stages, warps = next(t for t in matmul.CONFIG_TILES if t == (128, 128, 4, 8))
+    block_m, block_n, stages, warps = config = (128, 128, 4, 8)
+    if config not in matmul.CONFIG_TILES:
+        raise ValueError(f"the excerpt's config {config} is no longer one of the autotuner's")
     sizes = ["M", "N", "K", "M_BUCKET", "N_BUCKET", "K_BUCKET"]
     strides = ["stride_ab", "stride_am", "stride_bb", "stride_bk", "stride_cb", "stride_cm"]
     pointers = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "bias_ptr": "*fp16",
