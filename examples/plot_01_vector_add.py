@@ -29,6 +29,7 @@ import triton.language as tl
 
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded, plot_results
+from tritonperf.bench.plotting import caption
 from tritonperf.bench.report import summarize
 from tritonperf.testing import assert_close, poisoned, random_tensor
 
@@ -159,7 +160,7 @@ for doc, live in results:
 # copy ceiling and against ``torch.add``:
 
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     for row in summarize(doc):
         if row["kernel"] == "vector_add" and row["shape"]["N"] >= 1 << 26:
             print(f"  {row['dtype']:8} N=2**{row['shape']['N'].bit_length() - 1}  {row['variant']:17} "

@@ -29,6 +29,7 @@ import torch
 
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded, plot_results
+from tritonperf.bench.plotting import caption
 from tritonperf.bench.report import summarize
 from tritonperf.kernels.softmax import (
     MAX_FUSED_N,
@@ -141,7 +142,8 @@ print("step 2 matches the reference")
 # * **more warps for longer rows**: a warp for every 512 values of the row, so that each thread
 #   holds 16 or a few more whatever ``N`` is (up to 32 warps, 1024 threads, for the longest rows
 #   held in registers). The count is taken on the real row, rounded down: a row of 5120 columns
-#   gets 8 warps, not the 16 of a block of 8192, and on an H200 that was 9% faster in float16;
+#   gets 8 warps, not the 16 of a block of 8192, and on an H200 that was 9% faster in float16
+#   (triton 3.6, torch 2.11, 2026-11-22);
 # * **a row in two blocks** when its length is not a power of two: Triton's blocks are powers of
 #   two, and a row of 5120 in one block of 8192 leaves 3072 lanes masked, which move no bytes but
 #   take every instruction and register the real ones do. The forward holds it as a block of
@@ -182,11 +184,13 @@ print("step 2 matches the reference")
 # .. literalinclude:: ../../src/tritonperf/kernels/softmax.py
 #    :pyobject: softmax_fwd_kernel
 #
-# The configurations it picks for 4096 rows of float16 on this machine. Rows of up to
-# ``MAX_FUSED_N`` columns are held in registers: at that length each of 1024 threads holds 32
-# float32 values.
+# The configurations it picks for 4096 rows of float16 on the device this page ran on. Without
+# a GPU that is the interpreter's stand-in of four SMs, which takes no Hopper path: there the
+# grids are small and rows of 65536 columns stream, where an H200 stages them (below). Rows of
+# up to ``MAX_FUSED_N`` columns are held in registers: at that length each of 1024 threads holds
+# 32 float32 values.
 
-print(f"MAX_FUSED_N = {MAX_FUSED_N}")
+print(f"{runtime.sm_count(DEVICE)} SMs; MAX_FUSED_N = {MAX_FUSED_N}")
 for n in (256, 1024, 4096, 5120, 16384, 32768, 65536, 1 << 20):
     plan = softmax_plan(4096, n, torch.float16, "fwd", DEVICE)
     block = f"{plan.block_n} + {plan.tail_n}" if plan.tail_n else f"{plan.block_n}"
@@ -424,7 +428,7 @@ for doc, live in results:
 COLUMNS = {"step-1-unfused": "step 1", "step-2-fused-row": "step 2", "tritonperf": "final",
            "torch": "torch", "torch.compile": "compile"}
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     for direction in ("fwd", "bwd"):
         by_shape: dict[tuple[int, int], dict[str, dict]] = {}
         for r in summarize(doc):

@@ -29,6 +29,7 @@ import torch
 import tritonperf
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded, plot_results
+from tritonperf.bench.plotting import caption
 from tritonperf.bench.report import summarize
 from tritonperf.bench.targets import TARGETS, row_costs, streaming_cost
 from tritonperf.kernels.norms import (
@@ -139,7 +140,7 @@ for n in (256, 1024, 4096, 16384, 65536):
 #
 # The final forward
 # -----------------
-# ``tritonperf``'s forward changes three things:
+# ``tritonperf``'s forward changes seven things:
 #
 # * **Several short rows per program.** The kernel works on ``[ROWS, BLOCK_N]`` tiles and
 #   reduces along the rows of the tile. The table, by ``BLOCK_N``, was measured rather than
@@ -356,13 +357,15 @@ except ValueError as err:
 #    :pyobject: sum_partials_kernel
 #
 # It is short, yet at 4096 x 1024 it took 2.2 of the 8 microseconds of an RMS norm backward
-# (H200, bfloat16, torch profiler). It now takes narrow column blocks, from 256 down to 8
+# (H200, triton 3.6, torch 2.11, 2026-11-24, bfloat16, torch profiler). It now takes narrow column blocks, from 256 down to 8
 # columns, until there are four programs per SM (``SUM_PROGRAMS_PER_SM``), and its loop is
 # pipelined three stages deep: a call at 1024 columns, launch included, went from 4.0 to
 # 2.8 microseconds in one interleaved run (H200, triton 3.6, torch 2.11, 2026-11-24).
 #
 # The partial rows cost ``P · N · 4`` bytes written and read again, a small fraction of the
-# ``3 · M · N`` elements the pass must move. With this machine's configuration:
+# ``3 · M · N`` elements the pass must move. With the configuration of the device this page ran
+# on (without a GPU, the interpreter's stand-in of four SMs: an H200's 132 SMs take more
+# programs, and more partial rows):
 
 for n in (1024, 4096, 8192):
     cfg = norm_config(M, n, "bwd", DEVICE)
@@ -408,7 +411,7 @@ for n in (1024, 4096, 8192):
 # still stops near 0.75 of the copy ceiling, and Nsight Compute shows the DRAM busy 59% of the
 # time (RMS norm: 71%). In 8 warps its two accumulators alone take 128 registers a thread, yet
 # freeing them did not help: with the ``db`` sums in shared memory instead, read and written
-# back for every row, it ran 12-14% slower.
+# back for every row, it ran 11-14% slower.
 #
 # Rows longer than a program's shared memory take the same kernel with ``SPLIT`` programs to a
 # row (``BWD_SPLIT``): each program stages its own chunk of the row and takes its share of the
@@ -487,7 +490,9 @@ print(f"rms_norm through autograd: dx matches, dweight relative error {relative_
 # ``F.rms_norm``); ``torch.compile`` of the same call, compiled once per shape; and the steps
 # above. The backward is timed alone: ``tritonperf`` and step 1 are called with the forward's
 # saved statistics, torch's variants differentiate a graph built beforehand. GB/s count the
-# minimal bytes of each direction; the dashed line is the copy ceiling of the same run.
+# minimal bytes of each direction; the dashed line is the copy ceiling of the same run. Without
+# a GPU, every recorded run is shown, each captioned with its date and commit: a run older than
+# a change to the kernels shows them as they were then (the prose quotes the H200's).
 
 for doc, live in results:
     gpu = doc["provenance"]["gpu"]
@@ -505,7 +510,7 @@ for doc, live in results:
 
 SHOWN = [(4096, 1024), (4096, 4096), (4096, 65536), (16384, 8192)]
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     rows_shown = [
         r for r in summarize(doc)
         if (r["kernel"] == "layer_norm" or (r["kernel"] == "rms_norm" and r["variant"] == "tritonperf"))
@@ -528,7 +533,7 @@ for doc, live in results:
 BWD_TARGET = next(t.minimum for t in TARGETS if (t.kernel, t.direction, t.against) == ("layer_norm", "bwd", None))
 for doc, live in results:
     costs = [c for c in row_costs(doc) if (c["kernel"], c["direction"]) == ("layer_norm", "bwd")]
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     if streaming := streaming_cost(doc):
         print(f"  torch's vector add: {streaming[0]:.1f} µs a call, then {streaming[1]:.0%} of the ceiling")
     if not costs:
@@ -571,9 +576,10 @@ for doc, live in results:
 #   at 65536 columns (step 1 spills so much there that the benchmark leaves it out). Below
 #   that, read the plots rather than the rule: in the recorded H200 run, step 1's four warps
 #   are *faster* than step 2 for 16-bit rows of 4096 to 16384 columns. Warps are not the whole
-#   story: the final forward holds those rows 1-D, one per program, in 8 warps, and in the
-#   recorded run it is as fast as step 1 or faster at each of these lengths: level (within 1%)
-#   at 16384 rows of 8192, 1.2 times as fast at 4096 rows of 16384.
+#   story: the final forward holds rows of 4096 and 8192 columns 1-D, one per program, in 8
+#   warps, and streams rows of 5120 and 16384 columns through tiles of 2048. In the recorded run
+#   it is as fast as step 1 or faster at each of these lengths: level (within 1%) at 16384 rows
+#   of 8192, 1.2 times as fast at 4096 rows of 16384.
 # * **Step 2 → tritonperf (forward)**: grouping short rows into one tile matters below about
 #   2048 columns, where one row is too little work for a program; the two-pass path carries the
 #   speed to rows too long for registers, and on Hopper the split path to rows of 65536.

@@ -210,8 +210,8 @@ else:
 #   of ``y`` and read the same columns of ``x``. Against bands of 8 tile rows walked column by
 #   column (the order of the matmul lesson) this was 1-3% faster on aligned shapes and 7-11% on
 #   the odd ones, where a tile's row of ``y`` starts anywhere in a 32-byte sector and shares its
-#   first and last sectors with the tiles next to it in the column (the numbers are in the
-#   comments above). Step 3's 2-D grid runs in the same order in practice: its first axis, the
+#   first and last sectors with the tiles next to it in the column (H200, triton 3.6, torch
+#   2.11, 2026-11-23; the numbers are in the comments above). Step 3's 2-D grid runs in the same order in practice: its first axis, the
 #   one the GPU hands out first, counts tile rows. ``group_m`` still selects bands; batches of
 #   matrices are numbered one after another on the same grid.
 #
@@ -397,7 +397,7 @@ for doc, live in results:
 # (above 1.00 means faster than it); a dash marks a variant not measured at that shape:
 
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     rows_of = {}
     for r in summarize(doc):
         if r["kernel"] == "transpose":
@@ -425,7 +425,7 @@ for doc, live in results:
     pairs = sorted(((key[:3], gbps[key], gbps[(*key[:3], "tritonperf")]) for key in gbps
                     if key[3] == "step-5-tma" and (*key[:3], "tritonperf") in gbps),
                    key=lambda pair: (pair[0][0], pair[0][1] * pair[0][2], pair[0][1]))
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     for (dtype, m, n), tma, auto in pairs:
         print(f"  {dtype:8} {m:>5} x {n:<5} step-5-tma / tritonperf = {tma / auto:.2f}")
     if pairs:

@@ -45,6 +45,7 @@ import tritonperf  # before triton: it switches on the interpreter when there is
 # isort: split
 from tritonperf import asm, runtime
 from tritonperf.bench import find_results, live_or_recorded, load, plot_results
+from tritonperf.bench.plotting import caption
 from tritonperf.bench.roofline import plot_roofline, ridge
 from tritonperf.bench.suites.attention import CHANNELS, HEAD_DIMS, SEQ_LENS, TOKENS
 from tritonperf.kernels.attention import (
@@ -999,7 +1000,7 @@ def rates(doc, direction, head_dim, causal, n, dtype="float16"):
 
 
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     for direction in ("fwd", "bwd"):
         for d in HEAD_DIMS:
             for causal in (False, True):
@@ -1026,7 +1027,7 @@ for doc, live in results:
 # ``D = 64`` only from the lengths of ``WS_MIN_LENGTH``; elsewhere it is step 4):
 
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     print("    D  causal      N   final  step 4   best torch          final / step 4   final / best torch")
     for d in HEAD_DIMS:
         for causal in (False, True):
@@ -1044,7 +1045,7 @@ for doc, live in results:
 # the descriptors lost.
 
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     print("    D  causal" + "".join(f"{n:>9}" for n in SEQ_LENS))
     for d in HEAD_DIMS:
         for causal in (False, True):
@@ -1060,7 +1061,7 @@ for doc, live in results:
 # how many it is faster, and the range of its rate divided by theirs.
 
 for doc, live in results:
-    print(doc["provenance"]["gpu"], "(measured now)" if live else "(recorded)")
+    print(caption(doc, live))
     for direction in ("fwd", "bwd"):
         ours = {(r["shape"]["N"], r["shape"]["D"], r["shape"]["causal"]): r["TFLOPS"] for r in doc["records"]
                 if r["kernel"] == "attention" and r["variant"] == "tritonperf" and r["direction"] == direction
