@@ -194,11 +194,11 @@ if not first_call_tables:
 # Step 4: a persistent kernel with tensor descriptors
 # ---------------------------------------------------
 # On Hopper the package runs a second kernel by default for all but small products (up to
-# ``2048³``), where the pointer kernel measured faster: one program per SM, each looping over
-# output tiles in grouped order, with the tiles of ``A`` and ``B`` moved by the Tensor Memory
-# Accelerator through descriptors built on the device (``tl.make_tensor_descriptor``). The
-# descriptor needs each row to start at a 16-byte multiple; where it does not, the package falls
-# back to the pointer kernel. The interpreter runs it too:
+# ``2048³``), where the pointer kernel measured faster (H200, triton 3.6, torch 2.11, 2026-11-22):
+# one program per SM, each looping over output tiles in grouped order, with the tiles of ``A`` and
+# ``B`` moved by the Tensor Memory Accelerator through descriptors built on the device
+# (``tl.make_tensor_descriptor``). The descriptor needs each row to start at a 16-byte multiple;
+# where it does not, the package falls back to the pointer kernel. The interpreter runs it too:
 
 Mt, Nt, Kt = (1024, 1832, 520) if ON_GPU else (96, 64, 80)  # rows of 16-byte multiples in float16
 a, b = operand((Mt, Kt), torch.float16), operand((Kt, Nt), torch.float16)
@@ -328,15 +328,18 @@ print("float8 with fast accumulation matches the reference")
 # Measuring
 # ---------
 # Variants, all measured in one run: ``tritonperf`` (what ``matmul`` runs by default, autotuned);
-# ``torch`` (``torch.matmul``, i.e. cuBLAS; ``torch._scaled_mm`` for float8); the steps above;
-# and the fused epilogue ``step-5-fused-gelu`` against ``torch-matmul-then-gelu``. The dashed line
-# is torch's own matmul at 8192³ in the same dtype, measured in the same run. First the square
-# sizes, then the shapes of a transformer layer's projections. float32 runs on the Tensor Cores
-# as tf32, against ``torch.matmul`` with TF32 allowed (``torch-tf32``); the variant
-# ``step-3-autotuned-fp32-fma`` is step 3 with ``input_precision="ieee"``, full float32 on the
-# ordinary FMA units: what the Tensor Cores are worth. On Hopper the tf32 variants first copy the
-# row-major ``b`` with ``K`` contiguous, the only layout the tf32 instruction reads (the
-# optimization chapter's section on Tensor Cores has the numbers); their times include the copy.
+# ``torch`` (``torch.matmul``, i.e. cuBLAS; ``torch._scaled_mm`` for float8); the steps above, and
+# beside step 2 ``step-2-grouped-1-stage``, step 2 with ``num_stages=1``, which measures what
+# software pipelining is worth; and the fused epilogue ``step-5-fused-gelu`` against
+# ``torch-matmul-then-gelu``. In the 16-bit and float8 plots the dashed line is torch's own matmul
+# at 8192³ in the same dtype, measured in the same run (float32 is recorded up to 4096³ only, and
+# has no such line). First the square sizes, then the shapes of a transformer layer's projections.
+# float32 runs on the Tensor Cores as tf32, against ``torch.matmul`` with TF32 allowed
+# (``torch-tf32``); the variant ``step-3-autotuned-fp32-fma`` is step 3 with
+# ``input_precision="ieee"``, full float32 on the ordinary FMA units: what the Tensor Cores are
+# worth. On Hopper the tf32 variants first copy the row-major ``b`` with ``K`` contiguous, the
+# only layout the tf32 instruction reads (the optimization chapter's section on Tensor Cores has
+# the numbers); their times include the copy.
 
 
 def square(shape):
@@ -418,4 +421,4 @@ for doc, live in results:
 #   and the default mode against torch's default.
 # * Check the layout an instruction wants. Hopper's tf32 MMA reads ``K``-contiguous tiles only:
 #   a row-major ``b`` more than halved the float32 rate, and one transpose of ``b`` first costs
-#   far less.
+#   far less (H200, triton 3.6, torch 2.11, 2026-11-29).
