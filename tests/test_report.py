@@ -18,6 +18,16 @@ def test_summary_percent_of_ceiling_and_speedup(sample_doc):
     assert rows[("step-1-block-128", 1 << 20)]["vs_best_torch"] == pytest.approx(0.025 / 0.04)
 
 
+def test_probes_get_no_share_of_the_ceiling(sample_doc):
+    # The memory-hierarchy probe only reads: against a copy ceiling it would show 200% of it.
+    probe = {"kernel": "memory_hierarchy", "variant": "tritonperf", "direction": "fwd", "dtype": "float32",
+             "shape": {"bytes": 1 << 30}, "ms": 0.5, "GBps": 2000.0, "TFLOPS": None}
+    doc = {**sample_doc, "records": [*sample_doc["records"], probe]}
+    rows = report.summarize(doc)
+    assert [r["pct_of_ceiling"] for r in rows if r["kernel"] == "memory_hierarchy"] == [None]
+    assert all(r["pct_of_ceiling"] is not None for r in rows if r["kernel"] != "memory_hierarchy")
+
+
 def test_compare_pairs_matching_records(sample_doc):
     import copy
 

@@ -9,6 +9,10 @@ from typing import Any
 from .plotting import UNITS, ceiling_for, variant_order
 from .specs import SPECS
 
+#: Records that measure the GPU rather than a kernel: the memory-hierarchy probe only reads, so a
+#: share of the copy ceiling (a read and a write per byte) would misstate it.
+PROBES = frozenset({"memory_hierarchy"})
+
 
 def _case(r: dict[str, Any]) -> tuple:
     return (r["kernel"], r["direction"], r["dtype"], tuple(sorted(r["shape"].items())))
@@ -20,7 +24,10 @@ def metric_of(r: dict[str, Any]) -> str:
 
 
 def summarize(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per record with ``pct_of_ceiling`` and ``vs_best_torch`` (time of the best torch / own time)."""
+    """One row per record with ``pct_of_ceiling`` and ``vs_best_torch`` (time of the best torch / own time).
+
+    ``pct_of_ceiling`` is None for the :data:`PROBES` and where the document has no ceiling.
+    """
     best_torch: dict[tuple, float] = {}
     for r in doc["records"]:
         if r["variant"].startswith("torch"):
@@ -29,7 +36,7 @@ def summarize(doc: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for r in doc["records"]:
         metric = metric_of(r)
-        ceiling = ceiling_for(doc, metric, r["dtype"])
+        ceiling = None if r["kernel"] in PROBES else ceiling_for(doc, metric, r["dtype"])
         rate = r[metric]
         torch_ms = best_torch.get(_case(r))
         rows.append({
@@ -97,7 +104,7 @@ def across_gpus_table(docs: list[dict[str, Any]]) -> str:
     common = set.intersection(*({_case(r) for r in rows} for rows in rows_by_doc))
     header = ["kernel", "dir", "cases"]
     for doc in docs:
-        header += [f"{doc['provenance']['gpu']}: % of ceiling", "vs best torch"]
+        header += [f"{doc['provenance']['gpu']}: % of ceiling", f"{doc['provenance']['gpu']}: vs best torch"]
     table = []
     order = list(SPECS)  # the kernels in the benchmark's order, each forward before its backward
 
