@@ -356,11 +356,12 @@ except ValueError as err:
 # .. literalinclude:: ../../src/tritonperf/kernels/norms.py
 #    :pyobject: sum_partials_kernel
 #
-# It is short, yet at 4096 x 1024 it took 2.2 of the 8 microseconds of an RMS norm backward
-# (H200, triton 3.6, torch 2.11, 2026-11-24, bfloat16, torch profiler). It now takes narrow column blocks, from 256 down to 8
-# columns, until there are four programs per SM (``SUM_PROGRAMS_PER_SM``), and its loop is
-# pipelined three stages deep: a call at 1024 columns, launch included, went from 4.0 to
-# 2.8 microseconds in one interleaved run (H200, triton 3.6, torch 2.11, 2026-11-24).
+# It is short, yet at 4096 x 1024 it took 2.2 of the 8 microseconds of an RMS norm backward (H200,
+# triton 3.6, torch 2.11, 2026-11-24, bfloat16, torch profiler). It now takes narrow column
+# blocks, from 256 down to 8 columns, until there are four programs per SM
+# (``SUM_PROGRAMS_PER_SM``), and its loop is pipelined three stages deep: a call at 1024 columns,
+# launch included, went from 4.0 to 2.8 microseconds in one interleaved run (H200, triton 3.6,
+# torch 2.11, 2026-11-24).
 #
 # The partial rows cost ``P · N · 4`` bytes written and read again, a small fraction of the
 # ``3 · M · N`` elements the pass must move. With the configuration of the device this page ran

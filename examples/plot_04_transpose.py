@@ -206,14 +206,14 @@ else:
 #      :end-at: MIN_TILES_PER_SM =
 #
 # * **Program order.** Programs are numbered on a 1-D grid and walk down one tile column after
-#   another, so the programs resident at one moment write neighbouring pieces of the same rows
-#   of ``y`` and read the same columns of ``x``. Against bands of 8 tile rows walked column by
-#   column (the order of the matmul lesson) this was 1-3% faster on aligned shapes and 7-11% on
-#   the odd ones, where a tile's row of ``y`` starts anywhere in a 32-byte sector and shares its
-#   first and last sectors with the tiles next to it in the column (H200, triton 3.6, torch
-#   2.11, 2026-11-23; the numbers are in the comments above). Step 3's 2-D grid runs in the same order in practice: its first axis, the
-#   one the GPU hands out first, counts tile rows. ``group_m`` still selects bands; batches of
-#   matrices are numbered one after another on the same grid.
+#   another, so the programs resident at one moment write neighbouring pieces of the same rows of
+#   ``y`` and read the same columns of ``x``. Against bands of 8 tile rows walked column by column
+#   (the order of the matmul lesson) this was 1-3% faster on aligned shapes and 7-11% on the odd
+#   ones, where a tile's row of ``y`` starts anywhere in a 32-byte sector and shares its first and
+#   last sectors with the tiles next to it in the column (H200, triton 3.6, torch 2.11,
+#   2026-11-23; the numbers are in the comments above). Step 3's 2-D grid runs in the same order
+#   in practice: its first axis, the one the GPU hands out first, counts tile rows. ``group_m``
+#   still selects bands; batches of matrices are numbered one after another on the same grid.
 #
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :pyobject: tile_coordinates
