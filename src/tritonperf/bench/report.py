@@ -151,7 +151,8 @@ def results_page(paths: list, image_dir, image_url: str) -> str:
                              for doc in docs.values() if doc["ceilings"].get("copy_GBps"))
         parts.append("## Across GPUs\n\nThe package's kernels on each GPU recorded here, as medians over the cases "
                      "(kernel, direction, dtype and shape) that every file holds. Each share is of the GPU's own "
-                     f"ceiling, measured in its run; the copy ceilings: {ceilings}.\n\n"
+                     "ceiling, measured in its run, over the cases that have one (float32 matmuls have none); "
+                     f"the copy ceilings: {ceilings}.\n\n"
                      + across_gpus_table(list(docs.values())) + "\n")
     for path, doc in docs.items():
         p = doc["provenance"]
