@@ -9,8 +9,8 @@ from typing import Any
 from .plotting import UNITS, ceiling_for, variant_order
 from .specs import SPECS
 
-#: Records that measure the GPU rather than a kernel: the memory-hierarchy probe only reads, so a
-#: share of the copy ceiling (a read and a write per byte) would misstate it.
+# Records that measure the GPU rather than a kernel. The memory-hierarchy probe only reads, so a
+# share of the copy ceiling (a read and a write per byte) would misstate it.
 PROBES = frozenset({"memory_hierarchy"})
 
 
