@@ -26,7 +26,7 @@ def metric_of(r: dict[str, Any]) -> str:
 def summarize(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per record with ``pct_of_ceiling`` and ``vs_best_torch`` (time of the best torch / own time).
 
-    ``pct_of_ceiling`` is None for the :data:`PROBES` and where the document has no ceiling.
+    ``pct_of_ceiling`` is None for the probes (``PROBES``) and where the document has no ceiling.
     """
     best_torch: dict[tuple, float] = {}
     for r in doc["records"]:
