@@ -690,18 +690,17 @@ def _matmul_compilations() -> dict[str, CompiledText]:
     consts = {"stride_ak": 1, "stride_bn": 1, "BLOCK_M": block_m, "BLOCK_N": block_n,
               "BLOCK_K": matmul.K_TILE_BYTES // 2, "GROUP_M": matmul.DEFAULT_GROUP_M, "HAS_BIAS": False,
               "HAS_SCALES": False, "ACTIVATION": None, "INPUT_PRECISION": "tf32"}
-    tma = {**pointers, **dict.fromkeys([*strides, *sizes], "i32")}
-    tiles = {**pointers, **dict.fromkeys([*strides, *sizes], "i32")}
+    signature = {**pointers, **dict.fromkeys([*strides, *sizes], "i32")}  # the same in both kernels
     return {
         "matmul": compile_for_hopper(
-            matmul.matmul_tma_kernel, tma,
+            matmul.matmul_tma_kernel, signature,
             {**consts, "BATCH": 1, "A_BATCHED": False, "B_BATCHED": False, "C_BATCHED": False,
              "A_TRANSPOSED": False, "B_TRANSPOSED": False},
-            num_warps=warps, num_stages=stages, divisible_by_16=[*tma],
+            num_warps=warps, num_stages=stages, divisible_by_16=[*signature],
         ),
         "matmul_tiles": compile_for_hopper(
-            matmul.matmul_kernel, tiles, {**consts, "stride_cn": 1, "INT64": False},
-            num_warps=warps, num_stages=stages, divisible_by_16=[*tiles],
+            matmul.matmul_kernel, signature, {**consts, "stride_cn": 1, "INT64": False},
+            num_warps=warps, num_stages=stages, divisible_by_16=[*signature],
         ),
     }
 
