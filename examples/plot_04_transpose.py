@@ -11,7 +11,9 @@ That makes it the cleanest test of *how* a kernel touches memory. You will learn
   the compiler stages the tile through shared memory and swizzles its addresses;
 * what the tile shape, ``num_warps`` and the **order of programs** change;
 * how a **tensor descriptor** (the Tensor Memory Accelerator, TMA, on Hopper GPUs) moves whole
-  tiles, what it asks of the data, and why it did not beat plain pointer tiles here.
+  tiles, what it asks of the data, and why it did not beat plain pointer tiles here;
+* how 16- and 32-bit elements can travel **two to a word**, 2 × 2 blocks at a time, and what
+  that bought.
 
 To run this script yourself you need torch, triton and the ``tritonperf`` package
 (``pip install -e .`` from a clone of the guide's repository). On a CUDA GPU it runs at
@@ -31,13 +33,15 @@ from tritonperf import asm, runtime
 from tritonperf.bench import live_or_recorded
 from tritonperf.bench.plotting import caption, ceiling_for
 from tritonperf.bench.report import summarize
-from tritonperf.bench.suites.transpose import SHAPES, tma_fits
+from tritonperf.bench.suites.transpose import SHAPES, pairs_fit, tma_fits
 from tritonperf.kernels.transpose import (
     AUTO_TMA_SIZES,
+    PAIR_CONFIGS,
     TILE_CONFIGS,
     UNALIGNED_TILE_CONFIGS,
     transpose,
     transpose_bytes,
+    transpose_kernel,
     transpose_method,
     transpose_reference,
 )
@@ -290,21 +294,109 @@ except ValueError as err:
 # already runs close to the copy ceiling (see the tables below), so the address arithmetic the
 # TMA saves had little to give back.
 #
-# So ``method="auto"`` takes the pointer tiles. ``AUTO_TMA_SIZES``, the element sizes for which
-# it would take the descriptor kernel, is empty, and the descriptor kernel runs only when asked
-# for with ``method="tma"``. For the benchmark's shapes, what ``auto`` runs and whether step 5
-# can run at all:
+# So tensor descriptors stay opt-in. ``AUTO_TMA_SIZES``, the element sizes for which
+# ``method="auto"`` would take the descriptor kernel, is empty, and the descriptor kernel runs
+# only when asked for with ``method="tma"``.
+#
+# Step 6: two elements to a word
+# ------------------------------
+# Step 4 moves every element on its own through the change of layout. Two neighbours in a row of
+# ``x`` could travel as one integer twice as wide instead: two float16 values as an ``int32``,
+# two float32 values as an ``int64``. But the two elements of such a pair belong to two different
+# rows of ``y``. Two rows of ``x`` at a time fix that. Rows ``2i`` and ``2i + 1`` at pair ``c``
+# hold a 2 × 2 block: row ``2c`` of ``y`` wants its left column, and row ``2c + 1`` its right
+# one, each as a pair. Trading the block's two off-diagonal elements between the two words, with
+# shifts and masks in registers, turns its columns into rows. Each word is then a pair of ``y``,
+# and the tile of words is transposed with ``tl.trans`` as before:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#    :pyobject: move_pair_tile
+#
+# ``transpose_kernel`` runs it in place of ``move_tile`` when the launcher passes ``PAIR_BITS``,
+# the width of one element. It needs both dimensions even, a contiguous last dimension, rows
+# that start at whole pairs, and both tensors aligned to a pair; ``method="pairs"`` refuses
+# anything else and says why, as on the odd shape of these checks. The words are only moved,
+# never read as numbers, so every bit pattern survives, NaN payloads included:
+
+for dtype in (torch.float32, torch.float16, torch.bfloat16):
+    check(transpose, dtype=dtype, shape=runtime.pick(gpu=(8192, 4096), cpu=(96, 160)), method="pairs")
+words = torch.randint(-(2**15), 2**15, runtime.pick(gpu=(4096, 2048), cpu=(64, 96)), device=DEVICE, dtype=torch.int32)
+words = words.to(torch.int16)
+assert torch.equal(transpose(words.view(torch.float16), method="pairs").view(torch.int16), words.T)
+print(f"{words.shape[0]} x {words.shape[1]} random 16-bit patterns (sign bits and NaNs among them) come out bit for bit")
+try:
+    check(transpose, method="pairs")
+except ValueError as err:
+    print("ValueError:", err)
+for size, (block_m, block_n, warps) in PAIR_CONFIGS.items():
+    print(f"{size}-byte elements: tiles of {block_m} x {block_n} elements, {block_m} rows of {block_n // 2} pairs "
+          f"of {8 * size}-bit elements, in {warps} warps")
+
+# %%
+# The gain is small. On an H200 (triton 3.6, torch 2.11, 2026-12-02), timed against step 4 in
+# the same process, interleaved, twice: 1.3-2.1% in float16 from 4096² to 12288 × 5120, 0.2% at
+# 16384², and under 1% in float32. The tiles were chosen by a sweep on the same GPU:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#    :start-at: # Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps) of the pair kernel
+#    :end-at: PAIR_CONFIGS:
+#
+# Why it gains is not what one would guess from the compiled code. The pair kernel has more
+# shared-memory instructions than step 4, not fewer, and more barriers. In float16 it moves the
+# same 32 KiB tile in 4 warps instead of 8, so each thread holds twice the data in more
+# registers, and an SM holds fewer warps. Nsight Compute
+# on the same H200 (8192 × 8192 float16, one launch each) agreed: 104 registers a thread against
+# 50, 23% achieved occupancy against 47%, and yet DRAM busy 79.8% of its peak against 75.9%, and
+# 63.3 µs against 66.7 µs. We have not found out which difference pays. Occupancy is a means,
+# not a goal: a kernel with fewer warps, each with more loads in flight, can keep memory as busy.
+# Compiled for ``sm_90``, the two float16 kernels at the sizes ``auto`` picks:
+
+if reason:
+    print(f"could not compile for sm_90 here ({reason}); the counts below are skipped")
+else:
+    words_signature = {"x_ptr": "*i32", "y_ptr": "*i32", "M": "i32", "N": "i32", "stride_xb": "i32", "stride_xm": "i32",
+                       "tiles_m": "i32", "tiles_n": "i32", "n_tiles": "i32"}
+    fixed = {"stride_xn": 1, "GROUP_M": 0, "MASKED": False, "INT64": False, "PERSISTENT": False}
+    for label, signature, (block_m, block_n, warps), pair_bits in [
+        ("step 4", {**words_signature, "x_ptr": "*i16", "y_ptr": "*i16"}, TILE_CONFIGS[2], 0),
+        ("step 6", words_signature, PAIR_CONFIGS[2], 16),
+    ]:
+        kernel = asm.compile_for_hopper(
+            transpose_kernel, signature, {**fixed, "BLOCK_M": block_m, "BLOCK_N": block_n, "PAIR_BITS": pair_bits},
+            num_warps=warps, divisible_by_16=list(signature),
+        )
+        ptx = kernel.ptx
+        registers = f"{kernel.resources.registers} registers a thread, " if kernel.resources else ""
+        print(f"{label}: {block_m} x {block_n} float16 tile in {warps} warps: {registers}"
+              f"{asm.count(ptx, asm.SHARED_STORE)} shared stores, {asm.count(ptx, asm.SHARED_LOAD)} shared loads, "
+              f"{asm.count(ptx, asm.SHARED_MATRIX_LOAD)} ldmatrix, "
+              f"{asm.count(ptx, asm.BARRIER)} barrier(s), {asm.count(ptx, asm.WIDE_GLOBAL_LOAD)} + "
+              f"{asm.count(ptx, asm.WIDE_GLOBAL_STORE)} 16-byte global loads + stores per thread")
+
+# %%
+# What ``method="auto"`` runs
+# ---------------------------
+# Pairs where they can run, pointer tiles everywhere else (and tensor descriptors for the element
+# sizes in ``AUTO_TMA_SIZES``, none at present). For the benchmark's shapes, what ``auto`` runs
+# and whether steps 5 and 6 can run at all:
 
 print("AUTO_TMA_SIZES =", set(AUTO_TMA_SIZES) or "{} (empty)")
 for shape in SHAPES:
     m, n = shape["M"], shape["N"]
     for dtype in (torch.float32, torch.float16):
         size = torch.empty((), dtype=dtype).element_size()
-        auto = "tensor descriptor" if tma_fits(shape, dtype) and size in AUTO_TMA_SIZES else "pointer tiles"
+        if tma_fits(shape, dtype) and size in AUTO_TMA_SIZES:
+            auto = "tensor descriptors (step 5)"
+        elif pairs_fit(shape, dtype) and size in PAIR_CONFIGS:
+            auto = "pairs (step 6)"
+        else:
+            auto = "pointer tiles (step 4)"
         step5 = ("can run" if tma_fits(shape, dtype)
-                 else f"cannot run: rows of {n * size:,} and {m * size:,} bytes are not both 16-byte multiples")
-        print(f"{m:>5} x {n:<5} {str(dtype).removeprefix('torch.'):8}: auto runs {auto}; step 5 {step5}")
+                 else f"cannot: rows of {n * size:,} and {m * size:,} bytes are not both 16-byte multiples")
+        step6 = "can run" if pairs_fit(shape, dtype) else "cannot: odd dimensions"
+        print(f"{m:>5} x {n:<5} {str(dtype).removeprefix('torch.'):8}: auto runs {auto}; step 5 {step5}; step 6 {step6}")
 print("this machine, 48 x 96 float32, auto runs:", transpose_method(random_tensor((48, 96), torch.float32, DEVICE)))
+print("this machine, 47 x 96 float32, auto runs:", transpose_method(random_tensor((47, 96), torch.float32, DEVICE)))
 
 # %%
 # The launcher validates its input, views any dtype as integers of the same width (the kernel
@@ -315,8 +407,9 @@ print("this machine, 48 x 96 float32, auto runs:", transpose_method(random_tenso
 #
 # Correct for every dtype and layout
 # ----------------------------------
-# Because the data is moved as 1-, 2-, 4- or 8-byte integers, every dtype comes out
-# bit for bit, batches and strided inputs included:
+# Because the data is moved as 1-, 2-, 4- or 8-byte integers (or pairs of them in wider ones),
+# every dtype comes out bit for bit, batches and strided inputs included. In parentheses, the
+# kernel ``auto`` ran:
 
 small = runtime.pick(gpu=(4099, 2053), cpu=(67, 45))
 inputs = {
@@ -326,6 +419,7 @@ inputs = {
     "bool": random_tensor(small, torch.int32, DEVICE) > 0,
     "float8_e4m3fn": random_tensor(small, torch.float32, DEVICE).to(torch.float8_e4m3fn),
     "batch of 3, float16": random_tensor((3, *small), torch.float16, DEVICE),
+    "even sides, float16": random_tensor((small[0] + 1, small[1] + 1), torch.float16, DEVICE),
     "every other column": random_tensor((small[0], 2 * small[1]), torch.float32, DEVICE)[:, ::2],
     "already transposed": random_tensor((small[1], small[0]), torch.float32, DEVICE).t(),
 }
@@ -333,7 +427,7 @@ for name, x in inputs.items():
     out = transpose(x)
     ref = transpose_reference(x)
     same = torch.equal(out.view(torch.uint8), ref.view(torch.uint8))  # compare bytes: exact for every dtype
-    print(f"{name:20} {tuple(x.shape)} -> {tuple(out.shape)}: {'identical bytes' if same else 'DIFFERENT'}")
+    print(f"{name:20} {tuple(x.shape)} -> {tuple(out.shape)} ({transpose_method(x)}): {'identical bytes' if same else 'DIFFERENT'}")
     assert same
 
 # %%
@@ -351,8 +445,10 @@ except ValueError as err:
 # ``torch`` is ``out.copy_(x.T)`` in eager PyTorch, ``torch.compile`` is the same function
 # compiled for each shape, the ``step-`` variants are the kernels above, and ``tritonperf`` is
 # ``transpose`` with ``method="auto"``. ``step-5-tma`` is ``method="tma"``, measured only on
-# shapes whose rows are 16-byte multiples; elsewhere it has no bar. The bars show GB/s (bytes
-# read plus bytes written, per second); the dashed line is the copy ceiling of the same run.
+# shapes whose rows are 16-byte multiples, and ``step-6-pairs`` is ``method="pairs"``, measured
+# only on shapes with even dimensions; elsewhere they have no bar. Results recorded before step 6
+# existed have no bars for it, and their ``tritonperf`` bars are step 4's. The bars show GB/s
+# (bytes read plus bytes written, per second); the dashed line is the copy ceiling of the same run.
 
 def variant_rank(variant: str) -> tuple[int, str]:
     """Lesson steps first, then the torch baselines, then the package's kernel."""
@@ -448,9 +544,11 @@ for doc, live in results:
 # * **Step 5** moves the same tiles with tensor descriptors, on aligned shapes only. On the
 #   H200 we tuned on, its extra pass through shared memory cost more than the address
 #   arithmetic it saves; the ratios above show how it fares in the results on this page.
-# * **tritonperf** is the step-4 kernel on every shape: with ``AUTO_TMA_SIZES`` empty,
-#   ``method="auto"`` never picks the descriptor kernel. Its bars differ from step 4's only by
-#   the noise of the measurement.
+# * **Step 6** moves 2 × 2 blocks as pairs of elements packed in wider integers, on shapes with
+#   even dimensions: a few percent at most, mostly in float16.
+# * **tritonperf** is the step-6 kernel where it can run and the step-4 kernel elsewhere (the
+#   odd shape); with ``AUTO_TMA_SIZES`` empty, ``method="auto"`` never picks the descriptor
+#   kernel. Its bars differ from those of the step it runs only by the noise of the measurement.
 #
 # Takeaways
 # ---------
@@ -466,3 +564,6 @@ for doc, live in results:
 #   they need 16-byte aligned rows and, in a transpose, take the tile through shared memory
 #   twice. On the GPU we measured they did not beat pointer tiles, so they stay opt-in: measure
 #   a hardware feature before making it the default.
+# * Narrow elements can travel in wider words: a transpose only moves bits, so two 16-bit values
+#   can share a 32-bit word if the kernel trades halves between two rows first. The gain was a
+#   few percent, measured, with fewer warps than step 4: judge a change by time, not occupancy.

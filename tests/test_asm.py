@@ -325,6 +325,34 @@ def test_transpose_converts_its_layout_through_shared_memory(transpose_tiles):
 
 
 @needs_cuda_compiler
+def test_transpose_pairs_take_more_shared_memory_work_and_registers():
+    # What the transpose lesson says of step 6 against step 4, for float16 at the tiles auto picks.
+    sig = {"x_ptr": "*i32", "y_ptr": "*i32", "M": "i32", "N": "i32", "stride_xb": "i32", "stride_xm": "i32",
+           "tiles_m": "i32", "tiles_n": "i32", "n_tiles": "i32"}
+    fixed = {"stride_xn": 1, "GROUP_M": 0, "MASKED": False, "INT64": False, "PERSISTENT": False}
+    compiled = {}
+    for name, signature, (block_m, block_n, warps), bits in [
+        ("tiles", {**sig, "x_ptr": "*i16", "y_ptr": "*i16"}, transpose.TILE_CONFIGS[2], 0),
+        ("pairs", sig, transpose.PAIR_CONFIGS[2], 16),
+    ]:
+        compiled[name] = asm.compile_for_hopper(
+            transpose.transpose_kernel, signature, {**fixed, "BLOCK_M": block_m, "BLOCK_N": block_n, "PAIR_BITS": bits},
+            num_warps=warps, divisible_by_16=list(signature))
+    assert transpose.TILE_CONFIGS[2][:2] == transpose.PAIR_CONFIGS[2][:2]  # the same tile ...
+    assert transpose.PAIR_CONFIGS[2][2] * 2 == transpose.TILE_CONFIGS[2][2]  # ... in half the warps
+
+    def shared_instructions(c):
+        return sum(asm.count(c.ptx, p) for p in (asm.SHARED_STORE, asm.SHARED_LOAD, asm.SHARED_MATRIX_LOAD))
+
+    tiles, pairs = compiled["tiles"], compiled["pairs"]
+    assert shared_instructions(pairs) > shared_instructions(tiles) > 0
+    assert asm.count(pairs.ptx, asm.BARRIER) > asm.count(tiles.ptx, asm.BARRIER) >= 1
+    assert asm.count(pairs.ptx, asm.WIDE_GLOBAL_LOAD) == 2 * asm.count(tiles.ptx, asm.WIDE_GLOBAL_LOAD) > 0
+    if tiles.resources is not None:
+        assert pairs.resources.registers > tiles.resources.registers
+
+
+@needs_cuda_compiler
 def test_sass_and_resources(add_aligned, transpose_tiles):
     if add_aligned.sass is None:
         pytest.skip("this Triton carries neither nvdisasm nor cuobjdump")

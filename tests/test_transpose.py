@@ -225,7 +225,7 @@ def test_knobs(block_m, block_n, group_m, num_warps, device):
     check(random_input((130, 70), torch.float32, device), block_m=block_m, block_n=block_n, group_m=group_m, num_warps=num_warps)
 
 
-@pytest.mark.parametrize("method", ["tiles", "tma"])
+@pytest.mark.parametrize("method", ["tiles", "pairs", "tma"])
 @pytest.mark.parametrize("programs_per_sm, num_stages", [(1, None), (2, 2), (1000, None)])
 def test_persistent_grid(method, programs_per_sm, num_stages, device):
     # 3 matrices of 3 x 2 tiles = 18 tiles. In the interpreter a persistent grid assumes 4 SMs, so
@@ -287,11 +287,78 @@ def test_tensor_descriptor_kernel_refuses_what_it_cannot_do(case, match, device)
 
 def test_auto_method(device):
     x = random_input((48, 96), torch.float32, device)
-    expected = "tma" if ON_GPU and torch.cuda.get_device_capability()[0] >= 9 and 4 in tp.AUTO_TMA_SIZES else "tiles"
+    expected = "tma" if ON_GPU and torch.cuda.get_device_capability()[0] >= 9 and 4 in tp.AUTO_TMA_SIZES else "pairs"
     assert transpose_method(x) == expected
     assert transpose_method(x[:, :37]) == "tiles"  # rows of 37 * 4 bytes
+    assert transpose_method(x[:47]) == "tiles"  # an odd number of rows
+    assert transpose_method(x[:, 1:95]) == "tiles"  # starts half a pair in
+    assert transpose_method(x[:, 2:96]) == expected  # starts a whole pair in
+    assert transpose_method(random_input((48, 96), torch.float64, device)) == "tiles"
+    assert transpose_method(random_input((48, 96), torch.int8, device)) == "tiles"
     check(x, method="tiles")
     check(x, method="auto")
+
+
+# -- the pair kernel -----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int16, torch.int32], ids=str)
+@pytest.mark.parametrize("shape", [
+    (2, 2),  # one 2 x 2 block: one pair of each row in, one of each row out
+    (48, 96),  # partial tiles
+    (2 * 128, 2 * 128),  # whole tiles of both element sizes: the unmasked path
+    (130, 70),  # no tile divides it
+    (3, 48, 96),  # a batch
+    (2, 2, 32, 64),  # two batch dimensions folded into one
+])
+def test_pair_kernel(shape, dtype, device):
+    x = random_input(shape, dtype, device)
+    assert transpose_method(x) == "pairs"
+    check(x, method="pairs")
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32], ids=str)
+def test_pair_kernel_keeps_every_bit(dtype, device):
+    # Every bit pattern, the sign bit included: the kernel splits words with arithmetic shifts.
+    info = torch.iinfo(dtype)
+    x = torch.randint(info.min, info.max, (64, 96), dtype=torch.int64, device=device).to(dtype)
+    x[0, :4] = torch.tensor([info.min, -1, info.max, 0], dtype=dtype)
+    x[1, :4] = torch.tensor([-1, info.min, 0, info.max], dtype=dtype)
+    check(x, method="pairs")
+    check(x.view(torch.float16 if dtype == torch.int16 else torch.float32), method="pairs")  # NaNs with payloads
+
+
+def test_pair_kernel_with_knobs_and_strides(device):
+    x = random_input((130, 196), torch.float16, device)
+    check(x[:, 2:194], method="pairs")  # rows padded in memory, a start a whole pair in
+    check(x, method="pairs", block_m=2, block_n=2, num_warps=1)  # the smallest tile
+    check(x, method="pairs", block_m=64, block_n=16, group_m=3, num_warps=2)
+    batch = random_input((4, 70, 60), torch.float32, device)
+    check(batch[::2], method="pairs")  # matrices apart in memory
+
+
+@pytest.mark.parametrize("case, match", [
+    ("odd-rows", "both dimensions must be even, got 47 x 96"),
+    ("odd-columns", "both dimensions must be even, got 48 x 95"),
+    ("strided-columns", "the input's last dimension must be contiguous"),
+    ("half-pair-start", "input and output must start at 8-byte aligned addresses"),
+    ("odd-row-stride", r"every input row must start at a whole pair of elements \(row stride 97\)"),
+    ("odd-matrix-stride", r"every input matrix must start at a whole pair of elements \(matrix stride 4609\)"),
+    ("8-byte", r"8-byte elements are not moved in pairs \(only 2- and 4-byte ones are\)"),
+    ("1-byte", "1-byte elements are not moved in pairs"),
+])
+def test_pair_kernel_refuses_what_it_cannot_do(case, match, device):
+    x = {
+        "odd-rows": lambda: random_input((47, 96), torch.float32, device),
+        "odd-columns": lambda: random_input((48, 95), torch.float32, device),
+        "strided-columns": lambda: random_input((48, 192), torch.float32, device)[:, ::2],
+        "half-pair-start": lambda: random_input((48, 98), torch.float32, device)[:, 1:97],
+        "odd-row-stride": lambda: random_input((48, 97), torch.float32, device)[:, :96],
+        "odd-matrix-stride": lambda: random_input((2 * 4609,), torch.float32, device).as_strided((2, 48, 96), (4609, 96, 1)),
+        "8-byte": lambda: random_input((48, 96), torch.float64, device),
+        "1-byte": lambda: random_input((48, 96), torch.int8, device),
+    }[case]()
+    with pytest.raises(ValueError, match=f"method='pairs' cannot be used here: {match}"):
+        transpose(x, method="pairs")
+    check(x)  # method="auto" still handles it, with the pointer kernel
 
 
 # -- empty tensors -------------------------------------------------------------------------------
@@ -359,7 +426,7 @@ def test_cpu_tensors_outside_interpreter_mode_get_a_clear_error(monkeypatch):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"method": "shared"}, "method must be one of auto, tiles, tma"),
+    ({"method": "shared"}, "method must be one of auto, tiles, pairs, tma"),
     ({"block_m": 0}, "block_m must be a power of two"),
     ({"block_n": 48}, "block_n must be a power of two"),
     ({"block_m": 2048}, "between 1 and 1024"),
@@ -372,6 +439,7 @@ def test_cpu_tensors_outside_interpreter_mode_get_a_clear_error(monkeypatch):
     ({"programs_per_sm": 0}, "programs_per_sm must be a positive integer"),
     ({"num_stages": -1}, "num_stages must be a positive integer"),
     ({"method": "tma", "block_m": 512}, "between 1 and 256"),
+    ({"method": "pairs", "block_m": 1}, "block_m and block_n must be at least 2, got 1 and"),
 ])
 def test_rejects_bad_knobs(kwargs, match, device):
     with pytest.raises(ValueError, match=match):
@@ -435,14 +503,15 @@ def test_bench_suite_is_well_formed():
     assert all(set(s) == {"M", "N"} for s in [*spec.shapes, *spec.quick_shapes])
     assert {"tritonperf", "torch", "torch.compile"} <= set(spec.variants)
     steps = sorted(v for v in spec.variants if v.startswith("step-"))
-    assert steps == ["step-1-row-per-program", "step-2-coalesced-writes", "step-3-tiles", "step-4-tuned", "step-5-tma"]
+    assert steps == ["step-1-row-per-program", "step-2-coalesced-writes", "step-3-tiles", "step-4-tuned", "step-5-tma",
+                     "step-6-pairs"]
     assert spec.nbytes({"M": 4096, "N": 4096}, torch.float16) == 2 * 2 * 4096 * 4096
 
 
 @pytest.mark.parametrize("quick", [False, True])
-def test_bench_tma_step_only_on_16_byte_rows(quick):
-    # method="tma" refuses rows that are not 16-byte multiples, so the suite must not run it there;
-    # every other variant runs on every shape.
+def test_bench_tma_and_pair_steps_only_where_they_run(quick):
+    # method="tma" refuses rows that are not 16-byte multiples and method="pairs" odd dimensions,
+    # so the suite must not run them there; every other variant runs on every shape.
     (spec,) = suite.specs()
     cases = spec.cases(quick=quick)
     for dtype in spec.dtypes:
@@ -450,9 +519,11 @@ def test_bench_tma_step_only_on_16_byte_rows(quick):
         for shape in spec.quick_shapes if quick else spec.shapes:
             ran = {variant for d, s, variant in cases if d == dtype and s == shape}
             aligned = shape["M"] * size % 16 == 0 and shape["N"] * size % 16 == 0
-            assert ran == set(spec.variants) - ({"step-5-tma"} if not aligned else set()), (shape, dtype)
+            even = shape["M"] % 2 == 0 and shape["N"] % 2 == 0
+            skipped = ({"step-5-tma"} if not aligned else set()) | ({"step-6-pairs"} if not even else set())
+            assert ran == set(spec.variants) - skipped, (shape, dtype)
     # The suite's shapes include both kinds, so the test cannot pass vacuously.
-    assert any(v == "step-5-tma" for _, _, v in cases)
+    assert any(v == "step-5-tma" for _, _, v in cases) and any(v == "step-6-pairs" for _, _, v in cases)
     assert len(cases) < len(spec.dtypes) * len(spec.quick_shapes if quick else spec.shapes) * len(spec.variants)
 
 
@@ -475,6 +546,18 @@ def test_offsets_past_2_31_elements(method):
     assert out[2, :5, -1].tolist() == [1, 2, 3, 4, 5]
     assert out[2, -1, 7].item() == 9
     assert int(out.sum(dtype=torch.int64)) == 24
+
+
+@gpu_only
+def test_pair_offsets_past_2_31_pairs():
+    # 5 x 32768 x 32768 float16 = 2.7 G pairs of 32 bits: 32-bit offsets into the last matrices would wrap around.
+    x = torch.zeros((5, 32768, 32768), dtype=torch.int16, device="cuda")
+    x[4, -2:, -2:] = torch.tensor([[1, 2], [3, 4]], dtype=torch.int16, device="cuda")
+    x[4, 6, -1] = 9
+    out = transpose(x.view(torch.float16), method="pairs").view(torch.int16)
+    assert out[4, -2:, -2:].tolist() == [[1, 3], [2, 4]]
+    assert out[4, -1, 6].item() == 9
+    assert int(out.sum(dtype=torch.int64)) == 19
 
 
 @gpu_only

@@ -53,7 +53,7 @@ def workload(name: str) -> None:
     steps = {
         "softmax": lambda: softmax(x),
         "transpose-rows": lambda: transpose_row_per_program(x, out),
-        "transpose-tiles": lambda: transpose(x, out),
+        "transpose-tiles": lambda: transpose(x, out, method="tiles"),
         # A small "model step": ours and torch's versions of the same two operations.
         "step": lambda: (softmax(layer_norm(x, w, b)), torch.softmax(torch.nn.functional.layer_norm(x, (N,), w, b), -1)),
     }

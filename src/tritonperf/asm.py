@@ -596,6 +596,7 @@ GLOBAL_STORE = r"\bst\.global\."
 PREDICATED = r"@%p\d+\s+"  # an instruction that runs only where its predicate (e.g. a mask) is true
 SHARED_STORE = r"\bst\.shared(::cta)?\."  # triton 3.8 writes st.shared::cta
 SHARED_LOAD = r"\bld\.shared(::cta)?\."
+SHARED_MATRIX_LOAD = r"\bldmatrix\.sync\."  # a warp loads 8 x 8 blocks of 16-bit values from shared memory, transposed or not
 BARRIER = r"\bbar\.sync\b"
 SHUFFLE = r"\bshfl\.sync\."
 ASYNC_COPY = r"\bcp\.async\.(ca|cg)\.shared"  # global to shared memory without passing through registers

@@ -7,7 +7,9 @@ kernel's speed depends only on how it arranges its accesses. The goal is to move
 
 The kernels move bits, not numbers: a tensor of any dtype is reinterpreted as integers of
 the same width (``int8`` … ``int64``), so floats, integers, booleans and float8 values are
-copied exactly, NaN payloads and signed zeros included.
+copied exactly, NaN payloads and signed zeros included. Where a matrix allows it, 2- and 4-byte
+elements travel two at a time, each pair of neighbours in a row as one integer twice as wide
+(:func:`move_pair_tile`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .._intmath import cdiv, next_power_of_2
 # A dtype is moved as integers of the same width: element size in bytes -> integer dtype.
 BITS_DTYPES: dict[int, torch.dtype] = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
-METHODS = ("auto", "tiles", "tma")
+METHODS = ("auto", "tiles", "pairs", "tma")
 
 
 # -- reference -----------------------------------------------------------------------------------
@@ -88,18 +90,79 @@ def move_tile(
 
 
 @triton.jit
+def move_pair_tile(
+    x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, tiles_m, tiles_n,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, MASKED: tl.constexpr, INT64: tl.constexpr,
+    BITS: tl.constexpr,
+):
+    """Move one BLOCK_M x BLOCK_N tile of x[b] into y[b] = x[b].T, two elements to an integer.
+
+    x_ptr and y_ptr point to integers of 2 * BITS bits, each holding two neighbouring elements
+    of a row, the first in the low half: x[b] is M rows of N / 2 such pairs (strides counted in
+    pairs, the last one 1) and y[b] is N rows of M / 2. Rows 2i and 2i + 1 of x, at pair c, hold
+    a 2 x 2 block; its transpose is pair i of rows 2c and 2c + 1 of y.
+    """
+    b, pid_m, pid_n = tile_coordinates(tile_id, tiles_m, tiles_n, GROUP_M)
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    HALF_N: tl.constexpr = BLOCK_N // 2
+    i = pid_m * HALF_M + tl.arange(0, HALF_M)  # pairs of rows of x = pairs in a row of y
+    c = pid_n * HALF_N + tl.arange(0, HALF_N)  # pairs in a row of x = pairs of rows of y
+    if INT64:
+        b = b.to(tl.int64)
+        i = i.to(tl.int64)
+        c = c.to(tl.int64)
+    half_m = M // 2
+    src = x_ptr + b * stride_xb + (2 * i)[:, None] * stride_xm + c[None, :]
+    dst = y_ptr + (b * N + 2 * c[:, None]) * half_m + i[None, :]
+    if MASKED:
+        load_mask = (i[:, None] < half_m) & (c[None, :] < N // 2)
+        top = tl.load(src, mask=load_mask)
+        bottom = tl.load(src + stride_xm, mask=load_mask)
+    else:
+        top = tl.load(src)
+        bottom = tl.load(src + stride_xm)
+    # Swap the block's two off-diagonal elements between the words: the columns of the block
+    # become its rows. The shifts are arithmetic, hence the masks.
+    low = (1 << BITS) - 1
+    left = (top & low) | (bottom << BITS)  # x[2i, 2c] and x[2i + 1, 2c]: row 2c of y
+    right = ((top >> BITS) & low) | ((bottom >> BITS) << BITS)  # x[2i, 2c + 1] and x[2i + 1, 2c + 1]
+    if MASKED:
+        store_mask = (c[:, None] < N // 2) & (i[None, :] < half_m)
+        tl.store(dst, tl.trans(left), mask=store_mask)
+        tl.store(dst + half_m, tl.trans(right), mask=store_mask)
+    else:
+        tl.store(dst, tl.trans(left))
+        tl.store(dst + half_m, tl.trans(right))
+
+
+@triton.jit
+def move_any_tile(
+    x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, MASKED: tl.constexpr, INT64: tl.constexpr,
+    PAIR_BITS: tl.constexpr,
+):
+    """move_pair_tile for elements of PAIR_BITS bits moved in pairs, move_tile when PAIR_BITS is 0."""
+    if PAIR_BITS > 0:
+        move_pair_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, tiles_m, tiles_n,
+                       BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64, PAIR_BITS)
+    else:
+        move_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
+                  BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64)
+
+
+@triton.jit
 def transpose_kernel(
     x_ptr, y_ptr, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n, n_tiles,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, MASKED: tl.constexpr, INT64: tl.constexpr,
-    PERSISTENT: tl.constexpr,
+    PERSISTENT: tl.constexpr, PAIR_BITS: tl.constexpr = 0,
 ):
     if PERSISTENT:  # a fixed number of programs, each taking every num_programs-th tile
         for tile_id in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-            move_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
-                      BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64)
+            move_any_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
+                          BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64, PAIR_BITS)
     else:  # one program per tile
-        move_tile(x_ptr, y_ptr, tl.program_id(0), M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
-                  BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64)
+        move_any_tile(x_ptr, y_ptr, tl.program_id(0), M, N, stride_xb, stride_xm, stride_xn, tiles_m, tiles_n,
+                      BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64, PAIR_BITS)
 
 
 @triton.jit
@@ -166,6 +229,24 @@ DEFAULT_GROUP_M = 0
 # which moved 3196 and 3241 GB/s, against 3479 and 3449 for 128 x 64 tiles in 4 warps
 # (torch.compile 3324, 3298). The larger shapes have 29 or more tiles an SM.
 MIN_TILES_PER_SM = 8
+# Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps) of the pair kernel (method="pairs", which
+# "auto" takes wherever it can run: M and N even, rows starting at whole pairs). BLOCK_M and BLOCK_N
+# count elements, not pairs. On an H200 (triton 3.6, torch 2.11, 2026-12-02; one process timing
+# every shape twice, interleaved, on fresh inputs; fractions of the record's copy ceiling, the
+# pointer kernel's default tiles in parentheses): float16 at 128 x 128 in 4 warps, 4096 x 4096
+# 0.827 and 0.840 (0.803, 0.816), 8192 x 8192 0.930 and 0.930 (0.915, 0.910), 12288 x 5120 0.924
+# and 0.918 (0.905, 0.912), 16384 x 16384 0.965 and 0.961 (0.964, 0.961); float32 at 64 x 64 in 8
+# warps, 4096 x 4096 0.893 and 0.899 (0.876, 0.886), 8192 x 8192 0.957 and 0.960 (0.951, 0.956).
+# torch's copy of the same bytes: 0.862-0.867, 0.953-0.969, 0.951-0.959; float32 0.917-0.918 and
+# 0.980-0.985. The same run, and an earlier one that day: the pointer kernel's own tiles in 4 warps
+# lost to its default (float16 128 x 128, 0.751-0.941), so the gain is the pairs'. In float16, pair
+# tiles of 128 x 128 in 8 warps came within 1% of these; 128 x 64 and 64 x 64 in 4 warps, 128 x 128
+# in 2, 64 x 128 in 4, 256 x 128 and 128 x 256 in 8 lost by 1-6%. In float32, 64 x 64 in 4 warps
+# and five other shapes lost by 0.3-2%. MIN_TILES_PER_SM does not apply: the float16 tile halved
+# to 128 x 64 lost 1.7-2.5% at 4096 x 4096. This kernel as shipped, against method="tiles" (same
+# day, another process, two interleaved rounds): float16 +1.3 to +2.1% at 4096 x 4096, 8192 x 8192
+# and 12288 x 5120, +0.2% at 16384 x 16384; float32 +0.0 to +0.9%.
+PAIR_CONFIGS: dict[int, tuple[int, int, int]] = {2: (128, 128, 4), 4: (64, 64, 8)}
 # Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
 # (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
 # Empty: on an H200 (triton 3.6) the descriptor kernel was slower than the pointer kernel at
@@ -224,6 +305,25 @@ def _tma_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
     return None
 
 
+def _pairs_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
+    """Why the pair kernel cannot move ``xb`` into ``yb``, or None when it can (``yb=None`` as in :func:`_tma_obstacle`)."""
+    size = xb.element_size()
+    if size not in PAIR_CONFIGS:
+        return f"{size}-byte elements are not moved in pairs (only {'- and '.join(map(str, sorted(PAIR_CONFIGS)))}-byte ones are)"
+    if xb.stride(2) != 1:
+        return "the input's last dimension must be contiguous (stride 1)"
+    M, N = xb.shape[1], xb.shape[2]
+    if M % 2 or N % 2:
+        return f"both dimensions must be even, got {M} x {N}"
+    if xb.stride(1) % 2:
+        return f"every input row must start at a whole pair of elements (row stride {xb.stride(1)})"
+    if xb.stride(0) % 2:  # (checked for a batch of one too: viewing x as pairs needs it)
+        return f"every input matrix must start at a whole pair of elements (matrix stride {xb.stride(0)})"
+    if xb.data_ptr() % (2 * size) or (yb is not None and yb.data_ptr() % (2 * size)):
+        return f"input and output must start at {2 * size}-byte aligned addresses"
+    return None
+
+
 def _rows_aligned(xb: torch.Tensor, yb: torch.Tensor) -> bool:
     """Whether every row of ``xb`` and of ``yb`` (both ``(batch, rows, cols)``) starts at a 16-byte multiple."""
     size = xb.element_size()
@@ -235,14 +335,15 @@ def _rows_aligned(xb: torch.Tensor, yb: torch.Tensor) -> bool:
 
 
 def _resolve_method(method: str, xb: torch.Tensor, yb: torch.Tensor | None) -> str:
-    if method == "tiles":
+    obstacles = {"tma": _tma_obstacle, "pairs": _pairs_obstacle}
+    if method in obstacles:
+        if (obstacle := obstacles[method](xb, yb)) is not None:
+            raise ValueError(f"method={method!r} cannot be used here: {obstacle}; use method='tiles' or 'auto'")
         return method
-    obstacle = _tma_obstacle(xb, yb)
-    if method == "tma" and obstacle is not None:
-        raise ValueError(f"method='tma' cannot be used here: {obstacle}; use method='tiles' or 'auto'")
     if method == "auto":
-        preferred = runtime.MODE == "gpu" and xb.element_size() in AUTO_TMA_SIZES
-        return "tma" if preferred and obstacle is None else "tiles"
+        if runtime.MODE == "gpu" and xb.element_size() in AUTO_TMA_SIZES and _tma_obstacle(xb, yb) is None:
+            return "tma"
+        return "pairs" if _pairs_obstacle(xb, yb) is None else "tiles"
     return method
 
 
@@ -266,11 +367,14 @@ def _config(
 
 
 def transpose_method(x: torch.Tensor, out: torch.Tensor | None = None) -> str:
-    """The kernel :func:`tritonperf.transpose` runs for ``x`` (and ``out``) with ``method="auto"``: ``"tma"`` or ``"tiles"``.
+    """The kernel :func:`tritonperf.transpose` runs for ``x`` (and ``out``) with ``method="auto"``: ``"tma"``, ``"pairs"`` or ``"tiles"``.
 
     ``"tma"`` is chosen only for element sizes listed in ``AUTO_TMA_SIZES`` (none at present: the
     pointer kernel measured faster), on a GPU of compute capability 9.0 or newer, when the input's
     last dimension is contiguous and the rows of input and output start at 16-byte multiples.
+    Otherwise ``"pairs"`` for 2- and 4-byte elements (``PAIR_CONFIGS``) when both matrix
+    dimensions are even, the input's last dimension is contiguous, its rows start at whole pairs
+    and both tensors at addresses aligned to a pair; ``"tiles"`` everywhere else.
     """
     validation.check_tensor("x", x)
     if x.dim() < 2:
@@ -301,12 +405,15 @@ def transpose(
         x: a tensor of rank ≥ 2 on CUDA (or on the CPU in interpreter mode). Any strides are
             accepted; batch dimensions whose strides cannot be merged are first copied.
         out: optional contiguous tensor of shape ``(..., N, M)`` and ``x``'s dtype to write into.
-        method: ``"tiles"`` (the pointer kernel), ``"tma"`` (tensor descriptors: compute capability
-            ≥ 9.0, contiguous last dimension, 16-byte aligned rows on both sides), or ``"auto"``,
-            which takes ``"tma"`` where it can run for the element sizes in ``AUTO_TMA_SIZES``
-            (none at present) and ``"tiles"`` everywhere else.
-        block_m, block_n: tile shape (rows, columns of ``x``), powers of two; chosen from the
-            element size, and from whether every row starts at a 16-byte multiple, when omitted.
+        method: ``"tiles"`` (the pointer kernel), ``"pairs"`` (the pointer kernel moving 2- or
+            4-byte elements two at a time: even dimensions, contiguous last dimension, rows that
+            start at whole pairs), ``"tma"`` (tensor descriptors: compute capability ≥ 9.0,
+            contiguous last dimension, 16-byte aligned rows on both sides), or ``"auto"``, which
+            takes ``"tma"`` where it can run for the element sizes in ``AUTO_TMA_SIZES`` (none at
+            present), else ``"pairs"`` where it can run, else ``"tiles"`` (see :func:`transpose_method`).
+        block_m, block_n: tile shape (rows, columns of ``x``, in elements), powers of two, at
+            least 2 for ``"pairs"``; chosen from the method and the element size, and for
+            ``"tiles"`` from whether every row starts at a 16-byte multiple, when omitted.
             With both ``block_n`` and ``num_warps`` omitted, a matrix of few tiles (fewer than
             ``MIN_TILES_PER_SM`` per SM) takes the pointer kernel's tiles half as wide, in half the warps.
         group_m: None (default) walks whole tile columns, top to bottom, one after another; a number
@@ -322,8 +429,8 @@ def transpose(
     Raises:
         TypeError: a non-tensor argument or an unsupported dtype.
         ValueError: rank below 2, a mismatched or non-contiguous ``out``, ``out`` sharing memory
-            with ``x``, a CPU tensor outside interpreter mode, a bad knob, or ``method="tma"``
-            where tensor descriptors cannot be used.
+            with ``x``, a CPU tensor outside interpreter mode, a bad knob, or ``method="tma"`` or
+            ``"pairs"`` where that kernel cannot run (the message says why).
     """
     validation.check_tensor("x", x)
     if x.layout != torch.strided:
@@ -365,6 +472,8 @@ def transpose(
 
     if method == "tma":
         table = TMA_CONFIGS
+    elif method == "pairs":
+        table = PAIR_CONFIGS
     else:
         table = TILE_CONFIGS if _rows_aligned(xb, yb) else TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
     group = group_m or DEFAULT_GROUP_M
@@ -372,6 +481,8 @@ def transpose(
     bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps, batch, min_tiles)
     if bm * bn > _MAX_TILE_ELEMENTS:
         raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
+    if method == "pairs" and min(bm, bn) < 2:
+        raise ValueError(f"method='pairs' moves 2 x 2 blocks: block_m and block_n must be at least 2, got {bm} and {bn}")
     if method == "tma" and min(bm, bn) * size < 16:
         raise ValueError(f"tensor-descriptor tiles need at least 16 bytes a side; got {bm} x {bn} of {size}-byte elements")
     tiles_m, tiles_n = cdiv(M, bm), cdiv(N, bn)
@@ -398,14 +509,19 @@ def transpose(
         )
         return out
 
+    # The pair kernel takes both tensors as integers twice as wide, and strides counted in them.
+    width = 2 if method == "pairs" else 1
+    if width == 2:
+        xb, yb = xb.view(BITS_DTYPES[2 * size]), yb.view(BITS_DTYPES[2 * size])
     sb, sm, sn = xb.stride()
     # Largest offset any lane computes, masked lanes of the edge tiles included.
-    x_reach = (batch - 1) * sb + (tiles_m * bm - 1) * sm + (tiles_n * bn - 1) * sn
-    y_reach = ((batch - 1) * N + tiles_n * bn) * M + tiles_m * bm
+    x_reach = (batch - 1) * sb + (tiles_m * bm - 1) * sm + (tiles_n * bn // width - 1) * sn
+    y_reach = ((batch - 1) * N + tiles_n * bn) * (M // width) + tiles_m * bm // width
     transpose_kernel[grid](
         xb, yb, M, N, sb, sm, sn, tiles_m, tiles_n, n_tiles,
         BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group, MASKED=bool(M % bm or N % bn),
-        INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, **options,
+        INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, PAIR_BITS=8 * size if width == 2 else 0,
+        **options,
     )
     return out
 

@@ -38,6 +38,20 @@ def tma_fits(shape: Shape, dtype: torch.dtype) -> bool:
     return shape["M"] * size % 16 == 0 and shape["N"] * size % 16 == 0
 
 
+def pairs_fit(shape: Shape, dtype: torch.dtype) -> bool:
+    """The pair kernel moves 2 x 2 blocks: both dimensions must be even."""
+    return shape["M"] % 2 == 0 and shape["N"] % 2 == 0
+
+
+def applies(variant: str, shape: Shape, dtype: torch.dtype) -> bool:
+    """Steps 5 and 6 run only where their kernels can; every other variant runs everywhere."""
+    if variant == "step-5-tma":
+        return tma_fits(shape, dtype)
+    if variant == "step-6-pairs":
+        return pairs_fit(shape, dtype)
+    return True
+
+
 def specs() -> list[BenchSpec]:
     """The forward pass against torch, torch.compile and the lesson's steps."""
     return [
@@ -59,8 +73,9 @@ def specs() -> list[BenchSpec]:
                 "step-3-tiles": lambda x, out: transpose_tiles(x, out),
                 "step-4-tuned": lambda x, out: transpose(x, out, method="tiles"),
                 "step-5-tma": lambda x, out: transpose(x, out, method="tma"),
+                "step-6-pairs": lambda x, out: transpose(x, out, method="pairs"),
             },
-            applies=lambda variant, shape, dtype: variant != "step-5-tma" or tma_fits(shape, dtype),
+            applies=applies,
             nbytes=lambda shape, dtype: transpose_bytes(shape["M"], shape["N"], dtype),
         )
     ]
