@@ -372,6 +372,8 @@ STRATEGIES: list[tuple[str, str, str, str, str, dict[str, int | bool], str, str]
      "step-3-tiles", "step-4-tuned"),
     ("TMA (tensor descriptors) instead of pointer tiles", "plot_04_transpose", "transpose", "fwd", "float16",
      {"M": 8192, "N": 8192}, "step-4-tuned", "step-5-tma"),
+    ("two 16-bit elements to a 32-bit word", "plot_04_transpose", "transpose", "fwd", "float16",
+     {"M": 8192, "N": 8192}, "step-4-tuned", "step-6-pairs"),
     ("wide blocks: vectorized loads", "plot_01_vector_add", "vector_add", "fwd", "float16", {"N": 1 << 26},
      "step-1-block-128", "tritonperf"),
     ("num_warps scaled with the row", "plot_03_layer_norm", "layer_norm", "fwd", "float16", {"M": 4096, "N": 4096},
