@@ -344,12 +344,12 @@ for size, (block_m, block_n, warps) in PAIR_CONFIGS.items():
 # Why it gains is not what one would guess from the compiled code. The pair kernel has more
 # shared-memory instructions than step 4, not fewer, and more barriers. In float16 it moves the
 # same 32 KiB tile in 4 warps instead of 8, so each thread holds twice the data in more
-# registers, and an SM holds fewer warps. Nsight Compute
-# on the same H200 (8192 × 8192 float16, one launch each) agreed: 104 registers a thread against
-# 50, 23% achieved occupancy against 47%, and yet DRAM busy 79.8% of its peak against 75.9%, and
-# 63.3 µs against 66.7 µs. We have not found out which difference pays. Occupancy is a means,
-# not a goal: a kernel with fewer warps, each with more loads in flight, can keep memory as busy.
-# Compiled for ``sm_90``, the two float16 kernels at the sizes ``auto`` picks:
+# registers, and an SM holds fewer warps. Nsight Compute on the same H200 (8192 × 8192 float16,
+# one launch each) agreed: 104 registers a thread against 50, 23% achieved occupancy against
+# 47%. Yet DRAM throughput was 79.8% of its peak against 75.9%, and the launch took 63.3 µs
+# against 66.7 µs. We have not found out which difference pays. Occupancy is a means, not a
+# goal: fewer warps, each with more loads in flight, kept memory busier here. Compiled for
+# ``sm_90``, the two float16 kernels at the tiles ``auto`` picks:
 
 if reason:
     print(f"could not compile for sm_90 here ({reason}); the counts below are skipped")
@@ -545,7 +545,7 @@ for doc, live in results:
 #   H200 we tuned on, its extra pass through shared memory cost more than the address
 #   arithmetic it saves; the ratios above show how it fares in the results on this page.
 # * **Step 6** moves 2 × 2 blocks as pairs of elements packed in wider integers, on shapes with
-#   even dimensions: a few percent at most, mostly in float16.
+#   even dimensions: 1-2% in float16 and less in float32 in the run quoted above.
 # * **tritonperf** is the step-6 kernel where it can run and the step-4 kernel elsewhere (the
 #   odd shape); with ``AUTO_TMA_SIZES`` empty, ``method="auto"`` never picks the descriptor
 #   kernel. Its bars differ from those of the step it runs only by the noise of the measurement.
@@ -565,5 +565,5 @@ for doc, live in results:
 #   twice. On the GPU we measured they did not beat pointer tiles, so they stay opt-in: measure
 #   a hardware feature before making it the default.
 # * Narrow elements can travel in wider words: a transpose only moves bits, so two 16-bit values
-#   can share a 32-bit word if the kernel trades halves between two rows first. The gain was a
-#   few percent, measured, with fewer warps than step 4: judge a change by time, not occupancy.
+#   can share a 32-bit word if the kernel trades halves between two rows first. It gained 1-2%
+#   with fewer warps than step 4: judge a change by its time, not by its occupancy.

@@ -317,7 +317,7 @@ def test_pair_kernel(shape, dtype, device):
 
 @pytest.mark.parametrize("dtype", [torch.int16, torch.int32], ids=str)
 def test_pair_kernel_keeps_every_bit(dtype, device):
-    # Every bit pattern, the sign bit included: the kernel splits words with arithmetic shifts.
+    # Random bit patterns and the extremes, sign bits included: the kernel splits words with arithmetic shifts.
     info = torch.iinfo(dtype)
     x = torch.randint(info.min, info.max, (64, 96), dtype=torch.int64, device=device).to(dtype)
     x[0, :4] = torch.tensor([info.min, -1, info.max, 0], dtype=dtype)
