@@ -41,7 +41,6 @@ from tritonperf.kernels.transpose import (
     UNALIGNED_TILE_CONFIGS,
     transpose,
     transpose_bytes,
-    transpose_kernel,
     transpose_method,
     transpose_reference,
 )
@@ -354,20 +353,11 @@ for size, (block_m, block_n, warps) in PAIR_CONFIGS.items():
 if reason:
     print(f"could not compile for sm_90 here ({reason}); the counts below are skipped")
 else:
-    words_signature = {"x_ptr": "*i32", "y_ptr": "*i32", "M": "i32", "N": "i32", "stride_xb": "i32", "stride_xm": "i32",
-                       "tiles_m": "i32", "tiles_n": "i32", "n_tiles": "i32"}
-    fixed = {"stride_xn": 1, "GROUP_M": 0, "MASKED": False, "INT64": False, "PERSISTENT": False}
-    for label, signature, (block_m, block_n, warps), pair_bits in [
-        ("step 4", {**words_signature, "x_ptr": "*i16", "y_ptr": "*i16"}, TILE_CONFIGS[2], 0),
-        ("step 6", words_signature, PAIR_CONFIGS[2], 16),
-    ]:
-        kernel = asm.compile_for_hopper(
-            transpose_kernel, signature, {**fixed, "BLOCK_M": block_m, "BLOCK_N": block_n, "PAIR_BITS": pair_bits},
-            num_warps=warps, divisible_by_16=list(signature),
-        )
-        ptx = kernel.ptx
+    steps = {"tiles": "step 4", "pairs": "step 6"}
+    for method, kernel in asm.transpose_compilations().items():
+        ptx, tile = kernel.ptx, f"{kernel.constexprs['BLOCK_M']} x {kernel.constexprs['BLOCK_N']}"
         registers = f"{kernel.resources.registers} registers a thread, " if kernel.resources else ""
-        print(f"{label}: {block_m} x {block_n} float16 tile in {warps} warps: {registers}"
+        print(f"{steps[method]} ({method}): {tile} float16 tile in {kernel.num_warps} warps: {registers}"
               f"{asm.count(ptx, asm.SHARED_STORE)} shared stores, {asm.count(ptx, asm.SHARED_LOAD)} shared loads, "
               f"{asm.count(ptx, asm.SHARED_MATRIX_LOAD)} ldmatrix, "
               f"{asm.count(ptx, asm.BARRIER)} barrier(s), {asm.count(ptx, asm.WIDE_GLOBAL_LOAD)} + "

@@ -327,17 +327,7 @@ def test_transpose_converts_its_layout_through_shared_memory(transpose_tiles):
 @needs_cuda_compiler
 def test_transpose_pairs_take_more_shared_memory_work_and_registers():
     # What the transpose lesson says of step 6 against step 4, for float16 at the tiles auto picks.
-    sig = {"x_ptr": "*i32", "y_ptr": "*i32", "M": "i32", "N": "i32", "stride_xb": "i32", "stride_xm": "i32",
-           "tiles_m": "i32", "tiles_n": "i32", "n_tiles": "i32"}
-    fixed = {"stride_xn": 1, "GROUP_M": 0, "MASKED": False, "INT64": False, "PERSISTENT": False}
-    compiled = {}
-    for name, signature, (block_m, block_n, warps), bits in [
-        ("tiles", {**sig, "x_ptr": "*i16", "y_ptr": "*i16"}, transpose.TILE_CONFIGS[2], 0),
-        ("pairs", sig, transpose.PAIR_CONFIGS[2], 16),
-    ]:
-        compiled[name] = asm.compile_for_hopper(
-            transpose.transpose_kernel, signature, {**fixed, "BLOCK_M": block_m, "BLOCK_N": block_n, "PAIR_BITS": bits},
-            num_warps=warps, divisible_by_16=list(signature))
+    compiled = asm.transpose_compilations()
     assert transpose.TILE_CONFIGS[2][:2] == transpose.PAIR_CONFIGS[2][:2]  # the same tile ...
     assert transpose.PAIR_CONFIGS[2][2] * 2 == transpose.TILE_CONFIGS[2][2]  # ... in half the warps
 

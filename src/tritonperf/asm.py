@@ -653,8 +653,7 @@ def _excerpt_compilations() -> dict[str, CompiledText]:
     plan = softmax.softmax_plan(4096, 4096, torch.float16)  # the fused path: one 4096-column row in registers
     rows = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32", "y_row_stride": "i32"}
     block_m, block_n, warps = transpose.TILE_CONFIGS[4]  # float32 is moved as int32
-    tiles = {"x_ptr": "*i32", "y_ptr": "*i32", "M": "i32", "N": "i32", "stride_xb": "i32", "stride_xm": "i32",
-             "tiles_m": "i32", "tiles_n": "i32", "n_tiles": "i32"}
+    tiles = _transpose_signature("*i32")
     return {
         # n_elements a multiple of 16 (every benchmark size is), and n_elements any number.
         "vector_add": compile_for_hopper(vector_add.add_kernel, *add, num_warps=vector_add.DEFAULT_NUM_WARPS,
@@ -674,6 +673,34 @@ def _excerpt_compilations() -> dict[str, CompiledText]:
         ),
         **_matmul_compilations(),
     }
+
+
+def _transpose_signature(pointer: str) -> dict[str, str]:
+    """``transpose_kernel``'s runtime arguments with pointers of type ``pointer``; ``stride_xn`` is left
+    out: a contiguous input makes it 1, which a launch turns into a constant."""
+    return {"x_ptr": pointer, "y_ptr": pointer, "M": "i32", "N": "i32", "stride_xb": "i32", "stride_xm": "i32",
+            "tiles_m": "i32", "tiles_n": "i32", "n_tiles": "i32"}
+
+
+def transpose_compilations() -> dict[str, CompiledText]:
+    """Steps 4 and 6 of the transpose lesson, ``"tiles"`` and ``"pairs"``, as
+    :func:`tritonperf.transpose` launches them for a contiguous float16 matrix whose sizes are
+    multiples of 16 (every aligned benchmark shape): the tiles of ``TILE_CONFIGS`` and
+    ``PAIR_CONFIGS`` for 2-byte elements, one tile a program, no masks."""
+    transpose = importlib.import_module("tritonperf.kernels.transpose")
+    fixed = {"stride_xn": 1, "GROUP_M": transpose.DEFAULT_GROUP_M, "MASKED": False, "INT64": False, "PERSISTENT": False}
+    out = {}
+    for name, pointer, (block_m, block_n, warps), pair_bits in [
+        ("tiles", "*i16", transpose.TILE_CONFIGS[2], 0),  # float16 moved as int16 ...
+        ("pairs", "*i32", transpose.PAIR_CONFIGS[2], 16),  # ... or as pairs in int32
+    ]:
+        signature = _transpose_signature(pointer)
+        out[name] = compile_for_hopper(
+            transpose.transpose_kernel, signature,
+            {**fixed, "BLOCK_M": block_m, "BLOCK_N": block_n, "PAIR_BITS": pair_bits},
+            num_warps=warps, divisible_by_16=[*signature],
+        )
+    return out
 
 
 def _matmul_compilations() -> dict[str, CompiledText]:

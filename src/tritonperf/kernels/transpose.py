@@ -510,8 +510,9 @@ def transpose(
         return out
 
     # The pair kernel takes both tensors as integers twice as wide, and strides counted in them.
-    width = 2 if method == "pairs" else 1
-    if width == 2:
+    pair_bits = 8 * size if method == "pairs" else 0
+    width = 2 if pair_bits else 1
+    if pair_bits:
         xb, yb = xb.view(BITS_DTYPES[2 * size]), yb.view(BITS_DTYPES[2 * size])
     sb, sm, sn = xb.stride()
     # Largest offset any lane computes, masked lanes of the edge tiles included.
@@ -520,8 +521,7 @@ def transpose(
     transpose_kernel[grid](
         xb, yb, M, N, sb, sm, sn, tiles_m, tiles_n, n_tiles,
         BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group, MASKED=bool(M % bm or N % bn),
-        INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, PAIR_BITS=8 * size if width == 2 else 0,
-        **options,
+        INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, PAIR_BITS=pair_bits, **options,
     )
     return out
 
