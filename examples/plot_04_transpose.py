@@ -334,7 +334,7 @@ for size, (block_m, block_n, warps) in PAIR_CONFIGS.items():
 # %%
 # The gain is small. On an H200 (triton 3.6, torch 2.11, 2026-12-02), timed against step 4 in
 # the same process, interleaved, twice: 1.3-2.1% in float16 from 4096² to 12288 × 5120, 0.2% at
-# 16384², and under 1% in float32. In the H100 record below (same versions, 2026-12-05, one
+# 16384², and under 1% in float32. In the recorded H100 results (same versions, 2026-12-05, one
 # measurement per cell, not interleaved), step 6 is 0.4-2.8% ahead of step 4 in float16 and
 # within 0.3% either way in float32. The tiles were chosen by a sweep on the H200:
 #
