@@ -15,6 +15,25 @@ ON_GPU = runtime.MODE == "gpu"
 gpu_only = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; this run uses Triton's interpreter")
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--sm-count", type=int, metavar="N",
+        help="run as if the GPU had N SMs: persistent kernels launch fewer programs, and the tests "
+             "that size their rows by the SM count shrink with them (for slow tools such as "
+             "compute-sanitizer's racecheck, whose time grows with the bytes a kernel stages)")
+
+
+def pytest_configure(config):
+    sms = config.getoption("--sm-count")
+    if sms is not None:
+        if not ON_GPU:
+            raise pytest.UsageError(f"--sm-count is for GPU runs; the interpreter already runs as if on "
+                                    f"{runtime.INTERPRETER_SMS} SMs")
+        if sms < 1:
+            raise pytest.UsageError(f"--sm-count must be at least 1, got {sms}")
+        runtime.sm_count = lambda device=None: sms
+
+
 @pytest.fixture
 def device() -> torch.device:
     return runtime.default_device()
