@@ -1,5 +1,5 @@
 """Sessions: ``tests`` (CPU through the interpreter, or full size on a GPU), ``docs``, ``lint``;
-``bench``, ``profiles``, ``measuring`` and ``first_call`` need a GPU.
+``bench``, ``profiles``, ``measuring``, ``first_call`` and ``versus_compile`` need a GPU.
 
 Run ``nox --no-venv --no-install -s SESSION`` to use an environment that already holds
 everything (for example a GPU machine's own torch); plain ``nox -s SESSION`` builds one.
@@ -85,6 +85,13 @@ def first_call(session: nox.Session) -> None:
     """Record what the autotuned matmul's first call costs, cold and with the cache kept (GPU only)."""
     install(session)
     session.run("python", "tools/record_first_call.py", "--out", "docs/results/first_call", *session.posargs)
+
+
+@nox.session
+def versus_compile(session: nox.Session) -> None:
+    """Record the norm forwards' configurations against torch.compile, for the layer-norm lesson (GPU only)."""
+    install(session)
+    session.run("python", "tools/record_versus_compile.py", "--out", "docs/results/versus_compile", *session.posargs)
 
 
 @nox.session
