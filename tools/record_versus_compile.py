@@ -38,17 +38,21 @@ def candidates(n: int) -> list[dict[str, int]]:
     ]
 
 
+def _count(n, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def describe(config) -> str:
-    """A configuration in a few words: ``4096 × 1 in 16 warps, tiled``."""
+    """A configuration in a few words: ``1 row × 4096 columns, 16 warps, tiled``."""
     path = ", tiled" if config.tiled else (", read again" if config.reload else "")
-    return f"{config.rows} × {config.block_n} in {config.num_warps} warps{path}"
+    return f"{_count(config.rows, 'row')} × {config.block_n} columns, {_count(config.num_warps, 'warp')}{path}"
 
 
 def inductor_kernels(seen: set[int]) -> str:
-    """The Triton kernels Inductor compiled since ``seen`` was last updated, with the configuration its autotuner kept.
+    """The Triton kernels Inductor tuned since ``seen`` was last updated, with the configuration its autotuner kept.
 
-    Reads ``CachingAutotuner`` objects, an internal of ``torch._inductor``: what it cannot read is
-    reported as unknown rather than guessed.
+    Reads ``CachingAutotuner`` objects, an internal of ``torch._inductor``: one that does not hold
+    exactly one tuned launcher is left out, and where none does the answer says so.
     """
     found = []
     for obj in gc.get_objects():
@@ -56,17 +60,14 @@ def inductor_kernels(seen: set[int]) -> str:
             continue
         seen.add(id(obj))
         launchers = getattr(obj, "launchers", None) or []
-        name = getattr(getattr(obj, "fn", None), "__name__", "?")
         if len(launchers) != 1:
-            found.append(f"{name}: configuration unknown")
             continue
         config = launchers[0].config
         kwargs = dict(config.kwargs)
-        rows = kwargs.get("XBLOCK", "?")
         block = kwargs.get("R0_BLOCK", kwargs.get("RBLOCK"))
-        loop = f"a loop over {block}-column tiles" if block else "the whole row"
-        found.append(f"{rows} row(s) a program, {loop}, {config.num_warps} warps")
-    return "; ".join(found) or "not found"
+        loop = f"a loop over tiles of {block} columns" if block else "the whole row at once"
+        found.append(f"{_count(kwargs.get('XBLOCK', '?'), 'row')} a program, {loop}, {_count(config.num_warps, 'warp')}")
+    return "; ".join(dict.fromkeys(found)) or "unknown"
 
 
 def measure(log) -> tuple[dict, float, list[dict]]:
