@@ -527,7 +527,7 @@ for doc, live in results:
 # Against ``torch.compile``
 # -------------------------
 # ``torch.compile`` turns the ``F.layer_norm`` call into one Triton kernel of its own. For rows of
-# 4096 columns or more it is the algorithm of our tiled path: one row a program, a loop over
+# 4096 columns or more it has the shape of our tiled path: one row a program, a loop over
 # column tiles that reads ``x`` for the statistics and asks L2 to keep it (``evict_last``), then
 # a second loop that reads it again (``evict_first``) and writes ``y``. Inductor compiles it for
 # the one row length it was given, so both loops have a known length, and its autotuner picks
