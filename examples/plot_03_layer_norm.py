@@ -563,7 +563,7 @@ if not versus_tables:
 #
 # Rows of 1024 columns or fewer are short work for a program, and their timings scatter more:
 # at float32 4096 × 1024 the fastest configuration is the default itself, timed a second time,
-# and 2.3% faster than the first time. Read the "best" column as an upper bound on what a better
+# and 2.2% faster than the first time. Read the "best" column as an upper bound on what a better
 # table would buy, not as a promise.
 
 # %%
