@@ -17,7 +17,7 @@ sys.path.insert(0, str(DOCS.parent / "src"))
 
 import tritonperf  # noqa: E402  (first: chooses GPU or interpreter before any kernel is defined)
 from tritonperf.asm import write_excerpts  # noqa: E402
-from tritonperf.bench import find_results, load  # noqa: E402
+from tritonperf.bench import find_results, find_tables, load  # noqa: E402
 from tritonperf.bench.report import memory_levels_table, results_page, roofline_page, strategies_table  # noqa: E402
 from tritonperf.cli import help_text  # noqa: E402
 
@@ -92,7 +92,7 @@ intersphinx_mapping = _make_inventories()
 # measuring.md's tables: every file recorded by tools/record_measuring.py (nox -s measuring).
 for folder in ("measuring", "measuring_order"):
     (GENERATED / f"{folder}.md").write_text(
-        "\n".join(path.read_text() for path in sorted((DOCS / "results" / folder).glob("*.md")))
+        "\n".join(path.read_text() for path in find_tables(folder, DOCS))
         or f"The table is written by `nox -s measuring` on a GPU (`docs/results/{folder}/<gpu>.md`); no run has been recorded yet.\n"
     )
 (GENERATED / "memory_levels.md").write_text(memory_levels_table([load(path) for path in find_results(DOCS)]))

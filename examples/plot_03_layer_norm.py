@@ -28,9 +28,8 @@ import torch
 
 import tritonperf
 from tritonperf import runtime
-from tritonperf.bench import live_or_recorded, plot_results
+from tritonperf.bench import find_tables, live_or_recorded, plot_results
 from tritonperf.bench.plotting import caption
-from tritonperf.bench.records import find_results
 from tritonperf.bench.report import summarize
 from tritonperf.bench.targets import TARGETS, row_costs, streaming_cost
 from tritonperf.kernels.norms import (
@@ -537,7 +536,7 @@ for doc, live in results:
 # configurations and ``torch.compile``, and reads which kernel Inductor's autotuner kept. The
 # recorded tables, as written:
 
-versus_tables = sorted({path for found in find_results() for path in found.parent.glob("versus_compile/*.md")})
+versus_tables = find_tables("versus_compile")
 for path in versus_tables:
     print(path.read_text())
 if not versus_tables:

@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from tritonperf import asm, runtime
-from tritonperf.bench import find_results, live_or_recorded, load, plot_results
+from tritonperf.bench import find_results, find_tables, live_or_recorded, load, plot_results
 from tritonperf.bench.roofline import plot_roofline, ridge
 from tritonperf.kernels.matmul import (
     CONFIG_TILES,
@@ -179,8 +179,8 @@ print(f"steps 1 and 2 use one fixed configuration instead: {STEP_TILE}")
 # of two shapes in a fresh process with an empty cache, then again in a second process that keeps
 # the cache, and a later call for comparison. The recorded tables, as written:
 
-first_call_tables = sorted(path for results in find_results() for path in results.parent.glob("first_call/*.md"))
-for path in dict.fromkeys(first_call_tables):
+first_call_tables = find_tables("first_call")
+for path in first_call_tables:
     print(path.read_text())
 if not first_call_tables:
     print("No first-call recording found (docs/results/first_call/<gpu>.md).")

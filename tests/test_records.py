@@ -106,13 +106,24 @@ def test_find_results_walks_up_to_docs_results(tmp_path, monkeypatch, sample_doc
     assert len(records.find_results("/")) == 1
 
 
+def test_find_tables_reads_one_kind_from_the_results_folder(tmp_path, monkeypatch, sample_doc):
+    monkeypatch.delenv("TRITONPERF_RESULTS", raising=False)
+    prov = sample_doc["provenance"]
+    written = records.save_markdown(prov, "Timed.", "| a |\n", tmp_path / "docs" / "results" / "first_call")
+    records.save_markdown(prov, "Timed.", "| b |\n", tmp_path / "docs" / "results" / "measuring")
+    assert records.find_tables("first_call", tmp_path) == [written]
+    assert records.find_tables("versus_compile", tmp_path) == []
+    assert records.find_tables("first_call", "/") == []
+
+
 def test_recorded_tables_are_headed_and_named_by_their_gpu(tmp_path, sample_doc):
     prov = sample_doc["provenance"]
     assert records.provenance_text(prov) == (
         "Recorded on Example GPU (100 SMs), 2026-01-02T03:04:05Z; triton 3.6.0, torch 2.11.0, CUDA 13.0; commit abc1234"
     )
-    path = records.save_markdown("| a |\n", tmp_path / "new" / "folder", prov)
-    assert path == tmp_path / "new" / "folder" / "example-gpu.md" and path.read_text() == "| a |\n"
+    path = records.save_markdown(prov, "What was timed.", "| a |\n", tmp_path / "new" / "folder")
+    assert path == tmp_path / "new" / "folder" / "example-gpu.md"
+    assert path.read_text() == f"{records.provenance_text(prov)}. What was timed. Command: `tritonperf bench`.\n\n| a |\n"
 
 
 def test_committed_results_exist_and_validate():

@@ -95,11 +95,11 @@ def main() -> None:
         print("second process, same cache ...", flush=True)
         warm = run_child(cache)
     prov = records.provenance(" ".join(["python", "tools/record_first_call.py", *sys.argv[1:]]))
-    header = (
-        f"{records.provenance_text(prov)}. `tritonperf.matmul`, float16, default method; wall-clock "
-        f"seconds of one call, synchronized; later calls: median of {LATER_CALLS}. Command: `{prov['command']}`.\n\n"
+    description = (
+        "`tritonperf.matmul`, float16, default method; wall-clock seconds of one call, synchronized; "
+        f"later calls: median of {LATER_CALLS}."
     )
-    path = records.save_markdown(header + table(cold, warm), args.out, prov)
+    path = records.save_markdown(prov, description, table(cold, warm), args.out)
     print(path.read_text())
 
 

@@ -162,20 +162,16 @@ def main() -> None:
         print(f"softmax float16 {rows} x {cols} ...", flush=True)
         results[rows, cols] = measure(rows, cols)
     prov = records.provenance(" ".join(["python", "tools/record_measuring.py", *sys.argv[1:]]))
-    header = (
-        f"{records.provenance_text(prov)}. `tritonperf.softmax`, float16, rows × columns; "
-        f"GB/s count the bytes read and written once. Command: `{prov['command']}`.\n\n"
-    )
-    path = records.save_markdown(header + table(results), args.out, prov)
+    description = "`tritonperf.softmax`, float16, rows × columns; GB/s count the bytes read and written once."
+    path = records.save_markdown(prov, description, table(results), args.out)
     print(path.read_text())
 
     print(f"matmul float16 {ORDER_SIZE}^3, timed in three orders ...", flush=True)
-    header = (
-        f"{records.provenance_text(prov)}. `tritonperf.matmul` and `torch.matmul`, float16, "
-        f"{ORDER_SIZE} × {ORDER_SIZE} × {ORDER_SIZE}, the same prepared graphs each time; the GPU idled "
-        f"{PAUSE_S:.0f} s before each of the three timings. Command: `{prov['command']}`.\n\n"
+    description = (
+        f"`tritonperf.matmul` and `torch.matmul`, float16, {ORDER_SIZE} × {ORDER_SIZE} × {ORDER_SIZE}, the same "
+        f"prepared graphs each time; the GPU idled {PAUSE_S:.0f} s before each of the three timings."
     )
-    path = records.save_markdown(header + order_table(order_effect()), args.order_out, prov)
+    path = records.save_markdown(prov, description, order_table(order_effect()), args.order_out)
     print(path.read_text())
 
 

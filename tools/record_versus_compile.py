@@ -151,16 +151,16 @@ def main() -> None:
     if not torch.cuda.is_available():
         parser.error("timing needs a CUDA GPU; none is visible to torch")
     prov, ceiling, rows = measure(lambda line: print(line, flush=True))
-    header = (
-        f"{records.provenance_text(prov)}. Copy ceiling {ceiling:,.0f} GB/s. The norm forwards against "
+    description = (
+        f"Copy ceiling {ceiling:,.0f} GB/s. The norm forwards against "
         "`torch.compile` (`dynamic=False`), each case in one interleaved run (medians, fresh inputs, CUDA-graph "
         "replay): `tritonperf`'s default configuration, and the fastest of it and the other configurations tried "
         "(rows × columns a tile, warps). Configurations: rows of up to 2048 columns, "
         f"{', '.join(f'{r} rows in {w}' for r, w in SHORT_ROWS)} warps; longer rows, the whole row in "
         f"{', '.join(map(str, HELD_WARPS))} warps, tiles of {', '.join(f'{b} in {w}' for b, w in TILED)} warps "
-        f"(narrower than the row). Command: `{prov['command']}`.\n\n"
+        "(narrower than the row)."
     )
-    path = records.save_markdown(header + table(rows, ceiling), args.out, prov)
+    path = records.save_markdown(prov, description, table(rows, ceiling), args.out)
     print(path.read_text())
 
 

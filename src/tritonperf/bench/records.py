@@ -178,11 +178,15 @@ def provenance_text(prov: dict[str, Any]) -> str:
     )
 
 
-def save_markdown(text: str, folder: str | os.PathLike, prov: dict[str, Any]) -> Path:
-    """Write a recorded Markdown table to ``<folder>/<gpu-slug>.md`` (creating the folder); return its path."""
+def save_markdown(prov: dict[str, Any], description: str, table: str, folder: str | os.PathLike) -> Path:
+    """Write a recorded Markdown table to ``<folder>/<gpu-slug>.md`` (creating the folder); return its path.
+
+    The file opens with one paragraph: where, when and with what it was recorded
+    (:func:`provenance_text`), ``description`` (what was measured, how), and the command.
+    """
     path = Path(folder) / f"{slug(prov['gpu'])}.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(f"{provenance_text(prov)}. {description} Command: `{prov['command']}`.\n\n{table}")
     return path
 
 
@@ -203,14 +207,21 @@ def record(
     }
 
 
+def _results_folder(start: str | os.PathLike | None) -> Path | None:
+    """``$TRITONPERF_RESULTS``, else the nearest ``docs/results`` above ``start`` (the working directory), else None."""
+    if os.environ.get("TRITONPERF_RESULTS"):
+        return Path(os.environ["TRITONPERF_RESULTS"])
+    here = Path(start or Path.cwd()).resolve()
+    return next((f / "docs" / "results" for f in [here, *here.parents] if (f / "docs" / "results").is_dir()), None)
+
+
 def find_results(start: str | os.PathLike | None = None) -> list[Path]:
     """Recorded result files: ``$TRITONPERF_RESULTS`` or the nearest ``docs/results`` above ``start``."""
-    if os.environ.get("TRITONPERF_RESULTS"):
-        folder = Path(os.environ["TRITONPERF_RESULTS"])
-        return sorted(folder.glob("*.json"))
-    here = Path(start or Path.cwd()).resolve()
-    for folder in [here, *here.parents]:
-        candidate = folder / "docs" / "results"
-        if candidate.is_dir():
-            return sorted(candidate.glob("*.json"))
-    return []
+    folder = _results_folder(start)
+    return sorted(folder.glob("*.json")) if folder else []
+
+
+def find_tables(kind: str, start: str | os.PathLike | None = None) -> list[Path]:
+    """Recorded Markdown tables of one kind (``<kind>/<gpu-slug>.md``, see :func:`save_markdown`) in that same folder."""
+    folder = _results_folder(start)
+    return sorted((folder / kind).glob("*.md")) if folder else []
