@@ -77,7 +77,14 @@ def move_tile(
         rows = rows.to(tl.int64)
         cols = cols.to(tl.int64)
     src = x_ptr + b * stride_xb + rows[:, None] * stride_xm + cols[None, :] * stride_xn
-    dst = y_ptr + (b * N + cols[:, None]) * M + rows[None, :]
+    # The matrix's offset in y is added as one scalar. Written as (b * N + cols) * M, it was a
+    # product for every element, and the float16 kernel for unaligned rows (256 x 64 tiles, 8
+    # warps) issued all 64 of a thread's loads before its first shared-memory store: 142
+    # registers a thread on sm_90 (triton 3.6), one program an SM. Written as below: 37.
+    # H100, torch 2.11, 2026-12-05, this form against the old in one process, two interleaved
+    # rounds: float32 +4.4% at 8191 x 4097 and +4.7% at 12289 x 5121, float16 pairs +2.3% at
+    # 4096 x 4096, no shape worse by more than 0.3%.
+    dst = y_ptr + b * N * M + cols[:, None] * M + rows[None, :]
     # The tile is read along the rows of x and written along the rows of y. Each side is
     # coalesced in its own layout; tl.trans hands the compiler the change of layout, which it
     # performs through shared memory.
@@ -113,7 +120,7 @@ def move_pair_tile(
         c = c.to(tl.int64)
     half_m = M // 2
     src = x_ptr + b * stride_xb + (2 * i)[:, None] * stride_xm + c[None, :]
-    dst = y_ptr + (b * N + 2 * c[:, None]) * half_m + i[None, :]
+    dst = y_ptr + b * N * half_m + 2 * c[:, None] * half_m + i[None, :]  # the batch offset as one scalar, as in move_tile
     if MASKED:
         load_mask = (i[:, None] < half_m) & (c[None, :] < N // 2)
         top = tl.load(src, mask=load_mask)
