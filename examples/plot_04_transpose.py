@@ -228,6 +228,13 @@ else:
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :pyobject: move_tile
 #
+# * **What is the same for a whole tile is added once.** The way an address is written changes
+#   the compiled code. With the batch offset in ``y`` written as ``(b * N + cols) * M``, a
+#   product for every element, the float16 kernel for odd rows issued all 64 of a thread's
+#   loads before its first shared-memory store and needed 142 registers a thread, which left
+#   room for one program an SM. Written as ``b * N * M`` plus the rest, it needs 37; the
+#   timings are in the comment in ``move_tile`` above.
+#
 # * **A choice of grid.** By default each program moves one tile. With ``programs_per_sm``
 #   the launcher starts a fixed number of programs per SM (a *persistent* grid), and each one
 #   loops over every ``num_programs``-th tile. That saves starting and retiring programs; it is
@@ -346,11 +353,12 @@ for size, (block_m, block_n, warps) in PAIR_CONFIGS.items():
 # shared-memory instructions than step 4, not fewer, and more barriers. In float16 it moves the
 # same 32 KiB tile in 4 warps instead of 8, so each thread holds twice the data in more
 # registers, and an SM holds fewer warps. Nsight Compute on the same H200 (8192 × 8192 float16,
-# one launch each) agreed: 104 registers a thread against 50, 23% achieved occupancy against
-# 47%. Yet DRAM throughput was 79.8% of its peak against 75.9%, and the launch took 63.3 µs
-# against 66.7 µs. We have not found out which difference pays. Occupancy is a means, not a
-# goal: fewer warps, each with more loads in flight, kept memory busier here. Compiled for
-# ``sm_90``, the two float16 kernels at the tiles ``auto`` picks:
+# one launch each, the kernels as of 2026-12-02; the counts printed below are those of the code
+# on this page) agreed: 104 registers a thread against 50, 23% achieved occupancy against 47%.
+# Yet DRAM throughput was 79.8% of its peak against 75.9%, and the launch took 63.3 µs against
+# 66.7 µs. We have not found out which difference pays. Occupancy is a means, not a goal: fewer
+# warps, each with more loads in flight, kept memory busier here. Compiled for ``sm_90``, the two
+# float16 kernels at the tiles ``auto`` picks:
 
 if reason:
     print(f"could not compile for sm_90 here ({reason}); the counts below are skipped")
