@@ -81,9 +81,10 @@ def move_tile(
     # product for every element, and the float16 kernel for unaligned rows (256 x 64 tiles, 8
     # warps) issued all 64 of a thread's loads before its first shared-memory store: 142
     # registers a thread on sm_90 (triton 3.6), one program an SM. Written as below: 37.
-    # H100, torch 2.11, 2026-12-05, this form against the old in one process, two interleaved
-    # rounds: float32 +4.4% at 8191 x 4097 and +4.7% at 12289 x 5121, float16 pairs +2.3% at
-    # 4096 x 4096, no shape worse by more than 0.3%.
+    # This form against the old, in one process, interleaved (torch 2.11): on an H200 (2026-12-06,
+    # three rounds) +1.9 to +2.5% in float32 and +1.7 to +3.3% in float16 at 8191 x 4097 and
+    # 12289 x 5121, the aligned shapes from -0.4 to +1.5%; on an H100 (2026-12-05, two rounds)
+    # float32 +4.4% and +4.7% at the odd shapes, every other shape from -0.8 to +2.3%.
     dst = y_ptr + b * N * M + cols[:, None] * M + rows[None, :]
     # The tile is read along the rows of x and written along the rows of y. Each side is
     # coalesced in its own layout; tl.trans hands the compiler the change of layout, which it
