@@ -224,15 +224,18 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # 3571 (2499, 2533), at 12289 x 5121 3615 and 3618 (2510, 2511). The previous entry,
 # 128 x 32 in 2 warps with bands of 8 tile rows, moved 2445-2503 in float16 and 3123-3149 in
 # float32. Other element sizes keep TILE_CONFIGS (not swept).
-# That sweep predates the batch offset added as one scalar (see move_tile). On an H100 since
-# (triton 3.6, torch 2.11, 2026-12-06; one machine, four processes of two interleaved rounds,
-# GB/s), the float16 entry moved 1748-1756 at 8191 x 4097 and 1812-1824 at 12289 x 5121 (0.59
-# and 0.61 of the copy ceiling), 256 x 32 tiles in 4 warps 2451-2460 and 2467-2482, 128 x 64
-# in 4 warps 2405-2432 and 2399-2442. In float32 the entry stayed best (2674-2720; 256 x 32 in
-# 4 warps 2635-2669). A bench run on that machine had torch.compile at 1711 in float16 at
-# 8191 x 4097; the H100 record of 2026-12-05, made on another machine, has the entry at 2316
-# there and torch.compile at 1891. On the H200, where the sweep chose them, the entries have
-# not been timed against these tiles since.
+# That sweep predates the batch offset added as one scalar (see move_tile). Timed since on H100s
+# (triton 3.6, torch 2.11, 2026-12-06; GB/s), the float16 entry gave two answers. In stand-alone
+# timing processes (seven, in four machine leases, each timing every tile two or more times,
+# interleaved) it moved 1740-1756 at 8191 x 4097 and 1799-1824 at 12289 x 5121 (0.58-0.61 of the
+# copy ceiling), against 2438-2460 and 2432-2482 for 256 x 32 tiles in 4 warps and 2390-2435 and
+# 2371-2442 for 128 x 64 in 4 warps. A full `tritonperf bench` run started minutes after one of
+# them, on the same machine, timed the entry at 2364 at 8191 x 4097 (torch.compile 1898), as the
+# H100 record of 2026-12-05 does (2316). In float32 the two agreed: the entry moved 2674-2720
+# stand-alone (256 x 32 in 4 warps 2624-2669) and 2685 in the bench. Where the buffers sit is not
+# the cause: fresh 2 MiB-aligned allocations and ones carved from a cached 1 GiB block timed within
+# 1% of each other. Until a run in the bench's own conditions settles it, and on an H200, the
+# entries stay as the H200 sweep chose them.
 UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 64, 8), 4: (128, 64, 8)}
 # The order of programs (tile_coordinates' GROUP_M): 0 walks down whole tile columns. Against bands
 # of 8 tile rows, the previous default, in the same runs (GB/s, default tiles): float32 16384 x
