@@ -234,8 +234,14 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # H100 record of 2026-12-05 does (2316). In float32 the two agreed: the entry moved 2674-2720
 # stand-alone (256 x 32 in 4 warps 2624-2669) and 2685 in the bench. Where the buffers sit is not
 # the cause: fresh 2 MiB-aligned allocations and ones carved from a cached 1 GiB block timed within
-# 1% of each other. Until a run in the bench's own conditions settles it, and on an H200, the
-# entries stay as the H200 sweep chose them.
+# 1% of each other. Nor is the set of variants timed together: on one H100 (2026-12-06, SM clock
+# at 1980 MHz throughout), a stand-alone process that timed the bench's own variants at 8191 x 4097
+# with the bench's make_args, prepare and interleave had the entry at 1761 (step-4-tuned 1764,
+# torch.compile 1829, step-3-tiles 1814), and 1755-1764 in eight other interleaved groups, two
+# processes; the full bench started a minute later had it at 2397 (step-4-tuned 2410,
+# torch.compile 1797, step-3-tiles 1792). Only this kernel differs: something in the bench
+# process's history before transpose (ceilings, vector add, norms, softmax) is suspected, not
+# yet found. The entries stay as the H200 sweep chose them until that is settled.
 UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 64, 8), 4: (128, 64, 8)}
 # The order of programs (tile_coordinates' GROUP_M): 0 walks down whole tile columns. Against bands
 # of 8 tile rows, the previous default, in the same runs (GB/s, default tiles): float32 16384 x
