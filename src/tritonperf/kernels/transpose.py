@@ -239,9 +239,10 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # with the bench's make_args, prepare and interleave had the entry at 1761 (step-4-tuned 1764,
 # torch.compile 1829, step-3-tiles 1814), and 1755-1764 in eight other interleaved groups, two
 # processes; the full bench started a minute later had it at 2397 (step-4-tuned 2410,
-# torch.compile 1797, step-3-tiles 1792). Only this kernel differs: something in the bench
-# process's history before transpose (ceilings, vector add, norms, softmax) is suspected, not
-# yet found. The entries stay as the H200 sweep chose them until that is settled.
+# torch.compile 1797, step-3-tiles 1792). Only this kernel differs. As launched stand-alone, and
+# in a bench of transpose alone (1757), it had 145 registers a thread, one program an SM, not the
+# 37 of the compile study in move_tile: the full bench most likely ran another binary (not yet
+# checked). The entries stay as the H200 sweep chose them until that is settled.
 UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 64, 8), 4: (128, 64, 8)}
 # The order of programs (tile_coordinates' GROUP_M): 0 walks down whole tile columns. Against bands
 # of 8 tile rows, the previous default, in the same runs (GB/s, default tiles): float32 16384 x
