@@ -16,6 +16,8 @@ DOCS = Path(__file__).parent
 sys.path.insert(0, str(DOCS.parent / "src"))
 
 import tritonperf  # noqa: E402  (first: chooses GPU or interpreter before any kernel is defined)
+
+tritonperf.runtime.use_torch_ptxas()  # before the first compilation: one ptxas for every kernel of the build
 from tritonperf.asm import write_excerpts  # noqa: E402
 from tritonperf.bench import find_results, find_tables, load  # noqa: E402
 from tritonperf.bench.report import memory_levels_table, results_page, roofline_page, strategies_table  # noqa: E402

@@ -6,6 +6,7 @@ import functools
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -367,3 +368,53 @@ def test_descriptor_launches_on_a_thread_without_a_context(entry):
     if "error" in result:
         raise result["error"]
     assert_close(result["out"], expected, args[0].dtype)
+
+
+def _executable(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_use_torch_ptxas_points_triton_at_torchs_ptxas(tmp_path, monkeypatch):
+    ptxas = _executable(tmp_path / "bin" / "ptxas")
+    monkeypatch.setattr(runtime, "_torch_ptxas", lambda: ptxas)
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    assert runtime.use_torch_ptxas() == ptxas
+    assert os.environ["TRITON_PTXAS_PATH"] == ptxas
+
+
+def test_use_torch_ptxas_keeps_a_choice_already_made(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime, "_torch_ptxas", lambda: _executable(tmp_path / "torch" / "ptxas"))
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/cuda/bin/ptxas")
+    assert runtime.use_torch_ptxas() == "/opt/cuda/bin/ptxas"
+    assert os.environ["TRITON_PTXAS_PATH"] == "/opt/cuda/bin/ptxas"
+
+
+@pytest.mark.parametrize("make", [None, "not executable"])
+def test_use_torch_ptxas_leaves_triton_its_own_when_torch_has_none(make, tmp_path, monkeypatch):
+    ptxas = tmp_path / "ptxas"
+    if make:
+        ptxas.write_text("")
+        ptxas.chmod(0o644)
+    monkeypatch.setattr(runtime, "_torch_ptxas", lambda: str(ptxas))
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    assert runtime.use_torch_ptxas() is None
+    assert "TRITON_PTXAS_PATH" not in os.environ
+
+
+def test_ptxas_release():
+    release = runtime.ptxas_release()
+    if ON_GPU:
+        assert re.fullmatch(r"\d+\.\d+", release)
+    else:
+        assert release is None
+
+
+def test_every_command_chooses_the_ptxas_before_it_runs(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(runtime, "use_torch_ptxas", lambda: calls.append("ptxas"))
+    monkeypatch.setattr(cli, "cmd_info", lambda args: calls.append("command") or 0)
+    cli.main(["info", "--no-ceilings"])
+    assert calls == ["ptxas", "command"]

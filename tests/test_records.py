@@ -33,6 +33,7 @@ def _set(doc, path, value):
         (("provenance", "gpu"), KeyError, "provenance"),
         (("provenance", "sms"), 0, "provenance.sms"),
         (("provenance", "date"), "22 Nov 2026", "provenance.date"),
+        (("provenance", "ptxas"), "", "provenance.ptxas"),
         (("ceilings", "copy_GBps"), -5.0, "ceilings.copy_GBps"),
         (("ceilings", "copy_GBps"), KeyError, "ceilings"),
         (("ceilings", "bandwidth"), 10.0, "ceilings"),
@@ -120,6 +121,10 @@ def test_recorded_tables_are_headed_and_named_by_their_gpu(tmp_path, sample_doc)
     prov = sample_doc["provenance"]
     assert records.provenance_text(prov) == (
         "Recorded on Example GPU (100 SMs), 2026-01-02T03:04:05Z; triton 3.6.0, torch 2.11.0, CUDA 13.0; commit abc1234"
+    )
+    assert records.provenance_text(prov | {"ptxas": "13.0"}) == (
+        "Recorded on Example GPU (100 SMs), 2026-01-02T03:04:05Z; triton 3.6.0, torch 2.11.0, CUDA 13.0, ptxas 13.0; "
+        "commit abc1234"
     )
     path = records.save_markdown(prov, "What was timed.", "| a |\n", tmp_path / "new" / "folder")
     assert path == tmp_path / "new" / "folder" / "example-gpu.md"

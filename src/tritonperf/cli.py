@@ -256,4 +256,5 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tritonperf`` command."""
     args = build_parser().parse_args(argv)
+    runtime.use_torch_ptxas()  # before anything compiles: one ptxas for the whole run
     return args.func(args)

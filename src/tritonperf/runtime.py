@@ -183,6 +183,53 @@ def versions() -> dict[str, str | int | None]:
     return info
 
 
+def _torch_ptxas() -> str:
+    """Where a CUDA build of torch keeps its own ``ptxas``."""
+    return os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas")
+
+
+def use_torch_ptxas() -> str | None:
+    """Make every Triton compilation of this process use the ``ptxas`` that torch.compile uses.
+
+    Triton assembles PTX into machine code with the ``ptxas`` it ships (CUDA 12.8 for sm_90 in
+    triton 3.6), unless ``TRITON_PTXAS_PATH`` names another. The first time TorchInductor compiles
+    anything in a process, it sets that variable to the ``ptxas`` of torch's CUDA build, so every
+    Triton kernel compiled later in the process, ours included, is assembled by another release
+    than the ones before. The two can allocate registers very differently: the float16 transpose
+    kernel for unaligned rows takes 145 registers a thread with triton 3.6's ``ptxas`` and 80 with
+    torch 2.11's (CUDA 13.0). Triton also keys its compile cache by the release it found first
+    in the process, so binaries of the other release can land under that key.
+
+    Called first thing, before anything is compiled, this sets the variable to torch's ``ptxas``
+    where torch has one, so that one process (a benchmark run, a documentation build) assembles
+    all its kernels, and torch.compile's, with one release. A value already set is kept.
+
+    Returns:
+        The ``ptxas`` the process now uses, or None when Triton's own stays in use (torch has none).
+    """
+    chosen = os.environ.get("TRITON_PTXAS_PATH")
+    if chosen:
+        return chosen
+    ptxas = _torch_ptxas()
+    if os.path.isfile(ptxas) and os.access(ptxas, os.X_OK):
+        os.environ["TRITON_PTXAS_PATH"] = ptxas
+        return ptxas
+    return None
+
+
+def ptxas_release() -> str | None:
+    """CUDA release of the ``ptxas`` Triton would run now for the current GPU, or None without a GPU."""
+    if not has_gpu():
+        return None
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    major, minor = torch.cuda.get_device_capability()
+    try:
+        return get_ptxas(10 * major + minor).version
+    except Exception:  # a Triton without the NVIDIA backend, or no ptxas found
+        return None
+
+
 def describe() -> str:
     """One line that says where kernels run, for examples and the CLI to print."""
     info = versions()

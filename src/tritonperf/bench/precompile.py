@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import torch
 
+from .. import runtime
 from .runner import dtype_name
 from .specs import spec_for, specs_for
 
@@ -77,6 +78,7 @@ def _init_worker() -> None:
     import torch._inductor.config as inductor_config
     from triton.runtime.autotuner import Autotuner
 
+    runtime.use_torch_ptxas()  # the ptxas the measuring process uses, so that its binaries are the ones cached
     inductor_config.autotune_local_cache = False  # not part of TorchInductor's cache key
     inductor_config.compile_threads = 1  # the workers already use the cores, one each
     Autotuner.check_disk_cache = _bench_without_disk_cache

@@ -50,6 +50,7 @@ SCHEMA: dict[str, Any] = {
                 "triton": {"type": "string", "minLength": 1},
                 "torch": {"type": "string", "minLength": 1},
                 "cuda": {"type": "string", "minLength": 1},
+                "ptxas": {"type": "string", "minLength": 1},  # CUDA release; records from before 2026-12-07 lack it
                 "date": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
                 "git_commit": {"type": "string", "minLength": 1},
                 "command": {"type": "string", "minLength": 1},
@@ -164,6 +165,7 @@ def provenance(command: str) -> dict[str, Any]:
         "triton": info["triton"],
         "torch": info["torch"],
         "cuda": info["cuda"] or "unknown",
+        "ptxas": runtime.ptxas_release() or "unknown",
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": git_commit(),
         "command": command,
@@ -174,7 +176,7 @@ def provenance_text(prov: dict[str, Any]) -> str:
     """One line naming where, when and with what a run was made, for the headers of recorded tables."""
     return (
         f"Recorded on {prov['gpu']} ({prov['sms']} SMs), {prov['date']}; triton {prov['triton']}, torch {prov['torch']}, "
-        f"CUDA {prov['cuda']}; commit {prov['git_commit']}"
+        f"CUDA {prov['cuda']}" + (f", ptxas {prov['ptxas']}" if "ptxas" in prov else "") + f"; commit {prov['git_commit']}"
     )
 
 
