@@ -229,11 +229,13 @@ else:
 #      :pyobject: move_tile
 #
 # * **What is the same for a whole tile is added once.** The way an address is written changes
-#   the compiled code. With the batch offset in ``y`` written as ``(b * N + cols) * M``, a
-#   product for every element, the float16 kernel for odd rows issued all 64 of a thread's
-#   loads before its first shared-memory store and needed 142 registers a thread (compiled for
-#   ``sm_90`` with triton 3.6), which left room for one program an SM. Written as ``b * N * M``
-#   plus the rest, it needs 37; the timings are in the comment in ``move_tile`` above.
+#   the compiled code, and so does the ``ptxas`` that assembles it. With the batch offset in
+#   ``y`` written as ``(b * N + cols) * M``, a product for every element, the float16 kernel for
+#   odd rows (256 × 64 tiles, 8 warps, compiled for ``sm_90``) needs 142 registers a thread with
+#   triton 3.9; written as ``b * N * M`` plus the rest, 37. With triton 3.6 and its own
+#   ``ptxas`` (CUDA 12.8) the two forms need 169 and 145, with torch 2.11's ``ptxas`` (CUDA 13.0)
+#   80 each. Above 128 registers a thread, one 8-warp program fills an SM's register file by
+#   more than half, and only one fits. The timings are in the comment in ``move_tile`` above.
 #
 # * **A choice of grid.** By default each program moves one tile. With ``programs_per_sm``
 #   the launcher starts a fixed number of programs per SM (a *persistent* grid), and each one

@@ -77,10 +77,11 @@ def move_tile(
         rows = rows.to(tl.int64)
         cols = cols.to(tl.int64)
     src = x_ptr + b * stride_xb + rows[:, None] * stride_xm + cols[None, :] * stride_xn
-    # The matrix's offset in y is added as one scalar. Written as (b * N + cols) * M, it was a
-    # product for every element, and the float16 kernel for unaligned rows (256 x 64 tiles, 8
-    # warps) issued all 64 of a thread's loads before its first shared-memory store: 142
-    # registers a thread on sm_90 (triton 3.6), one program an SM. Written as below: 37.
+    # The matrix's offset in y is added as one scalar, not as (b * N + cols) * M, a product for
+    # every element. What that saves depends on the ptxas. For the float16 kernel for unaligned
+    # rows (256 x 64 tiles, 8 warps, masked; sm_90), registers a thread, that form against this
+    # one: triton 3.9 (its ptxas 13.4) 142 and 37; triton 3.6 with its own ptxas (12.8) 169 and
+    # 145; with torch 2.11's ptxas (13.0) 80 and 80.
     # This form against the old, in one process, interleaved (torch 2.11): on an H200 (2026-12-06,
     # three rounds) +1.9 to +2.5% in float32 and +1.7 to +3.3% in float16 at 8191 x 4097 and
     # 12289 x 5121, the aligned shapes from -0.4 to +1.5%; on an H100 (2026-12-05, two rounds)
@@ -224,25 +225,20 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # 3571 (2499, 2533), at 12289 x 5121 3615 and 3618 (2510, 2511). The previous entry,
 # 128 x 32 in 2 warps with bands of 8 tile rows, moved 2445-2503 in float16 and 3123-3149 in
 # float32. Other element sizes keep TILE_CONFIGS (not swept).
-# That sweep predates the batch offset added as one scalar (see move_tile). Timed since on H100s
-# (triton 3.6, torch 2.11, 2026-12-06; GB/s), the float16 entry gave two answers. In stand-alone
-# timing processes (seven, in four machine leases, each timing every tile two or more times,
-# interleaved) it moved 1740-1756 at 8191 x 4097 and 1799-1824 at 12289 x 5121 (0.58-0.61 of the
-# copy ceiling), against 2438-2460 and 2432-2482 for 256 x 32 tiles in 4 warps and 2390-2435 and
-# 2371-2442 for 128 x 64 in 4 warps. A full `tritonperf bench` run started minutes after one of
-# them, on the same machine, timed the entry at 2364 at 8191 x 4097 (torch.compile 1898), as the
-# H100 record of 2026-12-05 does (2316). In float32 the two agreed: the entry moved 2674-2720
-# stand-alone (256 x 32 in 4 warps 2624-2669) and 2685 in the bench. Where the buffers sit is not
-# the cause: fresh 2 MiB-aligned allocations and ones carved from a cached 1 GiB block timed within
-# 1% of each other. Nor is the set of variants timed together: on one H100 (2026-12-06, SM clock
-# at 1980 MHz throughout), a stand-alone process that timed the bench's own variants at 8191 x 4097
-# with the bench's make_args, prepare and interleave had the entry at 1761 (step-4-tuned 1764,
-# torch.compile 1829, step-3-tiles 1814), and 1755-1764 in eight other interleaved groups, two
-# processes; the full bench started a minute later had it at 2397 (step-4-tuned 2410,
-# torch.compile 1797, step-3-tiles 1792). Only this kernel differs. As launched stand-alone, and
-# in a bench of transpose alone (1757), it had 145 registers a thread, one program an SM, not the
-# 37 of the compile study in move_tile: the full bench most likely ran another binary (not yet
-# checked). The entries stay as the H200 sweep chose them until that is settled.
+# On H100s (triton 3.6, torch 2.11, 2026-12-06; GB/s) the float16 entry gave two answers, and
+# the ptxas that assembled it is why. Triton's own (CUDA 12.8) gives it 145 registers a thread,
+# room for one program an SM; torch's (13.0), which TorchInductor puts in TRITON_PTXAS_PATH the
+# first time it compiles in a process, gives it 80, three programs an SM (see move_tile; compiled
+# for sm_90 without a GPU, and 145 read back from the launched kernel). Timing processes that
+# compiled it before any torch.compile moved 1740-1764 at 8191 x 4097 and 1799-1824 at 12289 x
+# 5121 (0.58-0.61 of the copy ceiling), against 2435-2465 and 2432-2482 for 256 x 32 tiles in 4
+# warps (136 registers) and 2390-2452 and 2371-2442 for 128 x 64 in 4 warps (148). Full bench
+# runs, whose earlier suites had already run torch.compile, timed it at 2316-2397 at 8191 x 4097,
+# on one machine a minute after a timing process had it at 1761. In float32 (98 registers with
+# either ptxas) the two agreed: 2674-2720 and 2685. The bench now uses torch's ptxas from the
+# start (runtime.use_torch_ptxas). Not yet timed: the candidates under both ptxas in one process;
+# 128 x 64 in 8 warps compiles to 80 registers with either. Until then the entries stay as the
+# H200 sweep chose them.
 UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 64, 8), 4: (128, 64, 8)}
 # The order of programs (tile_coordinates' GROUP_M): 0 walks down whole tile columns. Against bands
 # of 8 tile rows, the previous default, in the same runs (GB/s, default tiles): float32 16384 x
