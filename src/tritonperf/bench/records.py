@@ -50,7 +50,7 @@ SCHEMA: dict[str, Any] = {
                 "triton": {"type": "string", "minLength": 1},
                 "torch": {"type": "string", "minLength": 1},
                 "cuda": {"type": "string", "minLength": 1},
-                "ptxas": {"type": "string", "minLength": 1},  # CUDA release; records from before 2026-12-07 lack it
+                "ptxas": {"type": "string", "minLength": 1},  # CUDA release; files recorded before 2026-12-06 lack it
                 "date": {"type": "string", "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"},
                 "git_commit": {"type": "string", "minLength": 1},
                 "command": {"type": "string", "minLength": 1},

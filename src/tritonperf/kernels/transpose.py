@@ -225,7 +225,7 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # 3571 (2499, 2533), at 12289 x 5121 3615 and 3618 (2510, 2511). The previous entry,
 # 128 x 32 in 2 warps with bands of 8 tile rows, moved 2445-2503 in float16 and 3123-3149 in
 # float32. Other element sizes keep TILE_CONFIGS (not swept).
-# On H100s (triton 3.6, torch 2.11, 2026-12-06; GB/s) the float16 entry gave two answers, and
+# On H100s (triton 3.6, torch 2.11, 2026-12-05 and 06; GB/s) the float16 entry gave two answers, and
 # the ptxas that assembled it is why. Triton's own (CUDA 12.8) gives it 145 registers a thread,
 # room for one program an SM; torch's (13.0), which TorchInductor puts in TRITON_PTXAS_PATH the
 # first time it compiles in a process, gives it 80, three programs an SM (see move_tile; compiled
