@@ -200,9 +200,10 @@ else:
 #   on the element width (for 2- and 4-byte elements, the best of a sweep of tile shapes and
 #   warps on an H200); every tile row is at least 128 contiguous bytes on both sides. Rows
 #   that do not start at 16-byte multiples, like the odd shape of these checks, cannot be
-#   read or written more than one element at a time; there 32 KiB tiles, 64 columns wide, in
-#   8 warps measured fastest. A matrix too small to give every SM several tiles gets tiles
-#   half as wide:
+#   read or written more than one element at a time. There float32 takes 32 KiB tiles, 64
+#   columns wide, in 8 warps, and float16 256 × 32 tiles in 4 warps, a shape that stays fast
+#   whichever ``ptxas`` assembles it (the comment in the table says why that matters). A matrix
+#   too small to give every SM several tiles gets tiles half as wide:
 #
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :start-at: # Element size in bytes

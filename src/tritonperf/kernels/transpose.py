@@ -225,21 +225,24 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # 3571 (2499, 2533), at 12289 x 5121 3615 and 3618 (2510, 2511). The previous entry,
 # 128 x 32 in 2 warps with bands of 8 tile rows, moved 2445-2503 in float16 and 3123-3149 in
 # float32. Other element sizes keep TILE_CONFIGS (not swept).
-# On H100s (triton 3.6, torch 2.11, 2026-12-05 and 06; GB/s) the float16 entry gave two answers, and
-# the ptxas that assembled it is why. Triton's own (CUDA 12.8) gives it 145 registers a thread,
-# room for one program an SM; torch's (13.0), which TorchInductor puts in TRITON_PTXAS_PATH the
-# first time it compiles in a process, gives it 80, three programs an SM (see move_tile; compiled
-# for sm_90 without a GPU, and 145 read back from the launched kernel). Timing processes that
-# compiled it before any torch.compile moved 1740-1764 at 8191 x 4097 and 1799-1824 at 12289 x
-# 5121 (0.58-0.61 of the copy ceiling), against 2435-2465 and 2432-2482 for 256 x 32 tiles in 4
-# warps (136 registers) and 2390-2452 and 2371-2442 for 128 x 64 in 4 warps (148). Full bench
-# runs, whose earlier suites had already run torch.compile, timed it at 2316-2397 at 8191 x 4097,
-# on one machine a minute after a timing process had it at 1761. In float32 (98 registers with
-# either ptxas) the two agreed: 2674-2720 and 2685. The bench now uses torch's ptxas from the
-# start (runtime.use_torch_ptxas). Not yet timed: the candidates under both ptxas in one process;
-# 128 x 64 in 8 warps compiles to 80 registers with either. Until then the entries stay as the
-# H200 sweep chose them.
-UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 64, 8), 4: (128, 64, 8)}
+# The sweep's float16 winner, 256 x 64 in 8 warps, is fast only when torch's ptxas assembles it.
+# Triton's own (CUDA 12.8) gives it 145 registers a thread, room for one program an SM; torch 2.11's
+# (13.0), which TorchInductor puts in TRITON_PTXAS_PATH the first time it compiles in a process,
+# gives it 80, three programs an SM (see move_tile). The sweep's processes timed torch.compile, and
+# its numbers match the second. One process for each ptxas, on an H200 (triton 3.6, torch 2.11,
+# 2026-12-06; two interleaved rounds each; GB/s, Triton's ptxas / torch's), float16 at 8191 x
+# 4097: 256 x 64 in 8 warps 1989-1990 / 3003-3025, 256 x 32 in 4 warps 2976-2977 / 2958-2960,
+# 128 x 64 in 4 warps 3001-3009 / 2911-2947, 128 x 32 in 4 warps 2949-2951 / 2912-2949, 128 x 64
+# in 8 warps 2899-2913 / 2852-2890, torch.compile 2739-2747 / 2707-2789; at 12289 x 5121, in the
+# same order, 2050-2056 / 3091-3110, 2988-2992 / 3031-3032, 3017-3020 / 2962-2970, 2996-3009 /
+# 2973-2993, 2949-2954 / 2901-2932, torch.compile 2623-2628 / 2619-2832. 256 x 32 in 4 warps
+# (136 registers with Triton's ptxas, 80 with torch's) comes within 3% of the best with either,
+# where the old entry lost a third with Triton's: it is the entry now. H100s showed the same split
+# (2026-12-05 and 06): the old entry at 1740-1764 at 8191 x 4097 in processes that compiled it
+# before any torch.compile, 2316-2397 in full bench runs, and 256 x 32 in 4 warps at 2435-2465 in
+# the former. In float32, 128 x 64 in 8 warps has 98 registers with either ptxas and stays ahead:
+# 3648-3652 / 3653-3659 at 8191 x 4097, against 3572-3582 / 3395-3404 for 256 x 32 in 4 warps.
+UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 32, 4), 4: (128, 64, 8)}
 # The order of programs (tile_coordinates' GROUP_M): 0 walks down whole tile columns. Against bands
 # of 8 tile rows, the previous default, in the same runs (GB/s, default tiles): float32 16384 x
 # 16384 4136 against 4001-4003, 8192 x 8192 4080 against 3975-3978, 4096 x 4096 3821-3826 against
