@@ -34,6 +34,13 @@ SOFTMAX_FWD_SIGNATURE = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32", "n
 LAYOUT = re.compile(r"#(ttg|triton_gpu)\.blocked<")
 
 
+@needs_cuda_compiler
+def test_ptxas_for_names_the_release_triton_runs():
+    path, release = asm.ptxas_for(90)
+    assert asm.ptxas_for_hopper() == (path, release)
+    assert re.fullmatch(r"\d+\.\d+", release)
+
+
 def compile_add(**kwargs) -> asm.CompiledText:
     return asm.compile_for_hopper(vector_add.add_kernel, ADD_SIGNATURE, {"BLOCK_SIZE": 1024}, num_warps=4, **kwargs)
 

@@ -93,6 +93,7 @@ def test_bench_writes_a_valid_file(tmp_path, capsys):
     variants = {r["variant"] for r in doc["records"]}
     assert variants == {"tritonperf", "torch", "step-1-block-128"}
     assert doc["ceilings"]["copy_GBps"] > 100
+    assert re.fullmatch(r"\d+\.\d+", doc["provenance"]["ptxas"])
     assert "% of ceiling" in capsys.readouterr().out
 
 
@@ -402,14 +403,6 @@ def test_use_torch_ptxas_leaves_triton_its_own_when_torch_has_none(make, tmp_pat
     monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
     assert runtime.use_torch_ptxas() is None
     assert "TRITON_PTXAS_PATH" not in os.environ
-
-
-def test_ptxas_release():
-    release = runtime.ptxas_release()
-    if ON_GPU:
-        assert re.fullmatch(r"\d+\.\d+", release)
-    else:
-        assert release is None
 
 
 def test_every_command_chooses_the_ptxas_before_it_runs(monkeypatch, capsys):

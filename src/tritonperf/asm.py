@@ -149,15 +149,17 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name)
 
 
-def ptxas_for_hopper() -> tuple[str, str] | None:
-    """Path and CUDA release of the ``ptxas`` Triton runs for sm_90, or None when it has none.
+def ptxas_for(arch: int) -> tuple[str, str] | None:
+    """Path and CUDA release of the ``ptxas`` Triton runs now for compute capability ``arch``
+    (``90`` for sm_90), or None when it has none.
 
-    Triton's wheels carry more than one ``ptxas``; each Triton version picks its own for a target.
+    Triton's wheels carry more than one ``ptxas``; each Triton version picks its own for a target,
+    unless ``TRITON_PTXAS_PATH`` names another (see :func:`tritonperf.runtime.use_torch_ptxas`).
     """
     with contextlib.suppress(Exception):
         from triton.backends.nvidia.compiler import get_ptxas
 
-        tool = get_ptxas(HOPPER[1])
+        tool = get_ptxas(arch)
         return tool.path, tool.version
     path = find_tool("ptxas")
     if path is None:
@@ -168,6 +170,11 @@ def ptxas_for_hopper() -> tuple[str, str] | None:
         return None
     found = re.search(r"release (\d+\.\d+)", listing)
     return path, found.group(1) if found else "unknown"
+
+
+def ptxas_for_hopper() -> tuple[str, str] | None:
+    """:func:`ptxas_for` sm_90."""
+    return ptxas_for(HOPPER[1])
 
 
 def cuda_compiler_missing() -> str | None:

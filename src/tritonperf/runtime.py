@@ -217,19 +217,6 @@ def use_torch_ptxas() -> str | None:
     return None
 
 
-def ptxas_release() -> str | None:
-    """CUDA release of the ``ptxas`` Triton would run now for the current GPU, or None without a GPU."""
-    if not has_gpu():
-        return None
-    from triton.backends.nvidia.compiler import get_ptxas
-
-    major, minor = torch.cuda.get_device_capability()
-    try:
-        return get_ptxas(10 * major + minor).version
-    except Exception:  # a Triton without the NVIDIA backend, or no ptxas found
-        return None
-
-
 def describe() -> str:
     """One line that says where kernels run, for examples and the CLI to print."""
     info = versions()

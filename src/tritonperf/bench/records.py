@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import torch
 
 from .. import runtime
 
@@ -154,6 +155,15 @@ def git_commit() -> str:
         return "unknown"
 
 
+def _ptxas_release() -> str:
+    """CUDA release of the ``ptxas`` Triton would run now for this process's GPU."""
+    from ..asm import ptxas_for  # imports triton's compiler: only when a run is recorded
+
+    major, minor = torch.cuda.get_device_capability()
+    found = ptxas_for(10 * major + minor)
+    return found[1] if found else "unknown"
+
+
 def provenance(command: str) -> dict[str, Any]:
     """Where and when a run happens: GPU, versions, UTC date, commit and command."""
     info = runtime.versions()
@@ -165,7 +175,7 @@ def provenance(command: str) -> dict[str, Any]:
         "triton": info["triton"],
         "torch": info["torch"],
         "cuda": info["cuda"] or "unknown",
-        "ptxas": runtime.ptxas_release() or "unknown",
+        "ptxas": _ptxas_release(),
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_commit": git_commit(),
         "command": command,
