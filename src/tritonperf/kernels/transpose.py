@@ -240,8 +240,9 @@ TMA_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 128, 4
 # where the old entry lost a third with Triton's: it is the entry now. H100s showed the same split
 # (2026-12-05 and 06): the old entry at 1740-1764 at 8191 x 4097 in processes that compiled it
 # before any torch.compile, 2316-2397 in full bench runs, and 256 x 32 in 4 warps at 2435-2465 in
-# the former. In float32, 128 x 64 in 8 warps has 98 registers with either ptxas and stays ahead:
-# 3648-3652 / 3653-3659 at 8191 x 4097, against 3572-3582 / 3395-3404 for 256 x 32 in 4 warps.
+# the former, and at 2370 in the full record of 2026-12-06 (torch's ptxas). In float32, 128 x 64
+# in 8 warps has 98 registers with either ptxas and stays ahead: 3648-3652 / 3653-3659 at 8191 x
+# 4097, against 3572-3582 / 3395-3404 for 256 x 32 in 4 warps.
 UNALIGNED_TILE_CONFIGS: dict[int, tuple[int, int, int]] = {2: (256, 32, 4), 4: (128, 64, 8)}
 # The order of programs (tile_coordinates' GROUP_M): 0 walks down whole tile columns. Against bands
 # of 8 tile rows, the previous default, in the same runs (GB/s, default tiles): float32 16384 x
