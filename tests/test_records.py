@@ -98,6 +98,45 @@ def test_slug(name, slug):
     assert records.slug(name) == slug
 
 
+def _git(path, *args):
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_checkout_commit_names_the_commit_and_marks_changes(tmp_path):
+    package = tmp_path / "src" / "tritonperf"
+    package.mkdir(parents=True)
+    (package / "a.py").write_text("A = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    short = _git(tmp_path, "rev-parse", "--short", "HEAD")
+    assert records.checkout_commit(package) == short
+    (package / "new.py").write_text("")  # untracked files are not the committed code: still clean
+    assert records.checkout_commit(package) == short
+    (package / "a.py").write_text("A = 2\n")
+    assert records.checkout_commit(package) == short + "-dirty"
+
+
+def test_checkout_commit_is_unknown_outside_its_own_checkout(tmp_path):
+    elsewhere = tmp_path / "venv" / "tritonperf"  # e.g. installed into an environment inside another repository
+    elsewhere.mkdir(parents=True)
+    assert records.checkout_commit(elsewhere) == "unknown"  # not a repository at all
+    (tmp_path / "f").write_text("")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    assert records.checkout_commit(elsewhere) == "unknown"
+
+
+def test_git_commit_prefers_the_environment(monkeypatch):
+    monkeypatch.setenv("TRITONPERF_GIT_COMMIT", "abc1234")
+    assert records.git_commit() == "abc1234"
+
+
 def test_find_results_walks_up_to_docs_results(tmp_path, monkeypatch, sample_doc):
     monkeypatch.delenv("TRITONPERF_RESULTS", raising=False)
     records.save(sample_doc, tmp_path / "docs" / "results" / "x.json")

@@ -143,16 +143,36 @@ def slug(gpu_name: str) -> str:
 
 
 def git_commit() -> str:
-    """Short commit of the checkout, ``TRITONPERF_GIT_COMMIT`` if set, else ``"unknown"``."""
+    """Commit of this package's checkout: ``TRITONPERF_GIT_COMMIT`` if set, else :func:`checkout_commit`."""
     if os.environ.get("TRITONPERF_GIT_COMMIT"):
         return os.environ["TRITONPERF_GIT_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+    return checkout_commit(Path(__file__).resolve().parents[1])
+
+
+def checkout_commit(package_dir: Path) -> str:
+    """Short commit of the git checkout that holds ``package_dir`` as its ``src/tritonperf``.
+
+    ``"-dirty"`` is appended when tracked files differ from that commit, so that a record made
+    from uncommitted code does not name a commit it was not made from. ``"unknown"`` when the
+    package is not in such a checkout (an installed wheel, or a virtual environment inside some
+    other repository) or git cannot be run.
+    """
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(package_dir), *args], capture_output=True, text=True, check=True, timeout=10
         )
-        return out.stdout.strip() or "unknown"
+        return done.stdout.strip()
+
+    try:
+        top = Path(git("rev-parse", "--show-toplevel"))
+        if (top / "src" / "tritonperf").resolve() != package_dir.resolve():
+            return "unknown"
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    return commit + ("-dirty" if changed else "") if commit else "unknown"
 
 
 def _ptxas_release() -> str:
