@@ -31,7 +31,7 @@ import torch
 
 from tritonperf import asm, runtime
 from tritonperf.bench import live_or_recorded
-from tritonperf.bench.plotting import caption, ceiling_for
+from tritonperf.bench.plotting import add_caption, caption, ceiling_for
 from tritonperf.bench.report import summarize
 from tritonperf.bench.suites.transpose import SHAPES, pairs_fit, tma_fits
 from tritonperf.kernels.transpose import (
@@ -480,8 +480,7 @@ def plot_bars(doc, dtype: str, live: bool):
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     ax.set_title(f"transpose, {dtype}, {doc['provenance']['gpu']}")
-    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    add_caption(fig, doc, live)
     return fig
 
 

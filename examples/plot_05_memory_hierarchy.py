@@ -30,7 +30,7 @@ import torch
 from tritonperf import runtime
 from tritonperf.bench import live_or_recorded
 from tritonperf.bench.memory import hierarchy_levels, read_repeated, read_repeated_kernel, read_sum_reference, repeats_for
-from tritonperf.bench.plotting import caption
+from tritonperf.bench.plotting import add_caption
 from tritonperf.testing import random_tensor
 
 print(runtime.describe())
@@ -98,8 +98,7 @@ for doc, live in results:
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="upper right", fontsize="small", framealpha=0.9)
     ax.set_title(f"Read bandwidth against working-set size, {doc['provenance']['gpu']}")
-    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    add_caption(fig, doc, live)
 
 # %%
 # The numbers

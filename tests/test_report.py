@@ -47,8 +47,11 @@ def test_plot_has_every_variant_the_ceiling_and_a_caption(sample_doc):
     assert labels[3].startswith("ceiling: copy_GBps")
     text = " ".join(t.get_text() for t in fig.texts)
     assert "Recorded" in text and "Example GPU" in text and "2026-01-02" in text and "abc1234" in text
+    assert "03:04" not in text and "ptxas" not in text  # the day only; no ptxas where the file names none
+    sample_doc["provenance"]["ptxas"] = "13.0"
     fig_live = plot_results(sample_doc, "vector_add", "float32", live=True)
-    assert "Measured live" in " ".join(t.get_text() for t in fig_live.texts)
+    text = " ".join(t.get_text() for t in fig_live.texts)
+    assert "Measured live" in text and "CUDA 13.0, ptxas 13.0; commit abc1234" in text
     plt.close("all")
 
 

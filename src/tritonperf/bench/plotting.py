@@ -9,6 +9,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from .records import provenance_text
 from .specs import spec_for
 
 UNITS = {"GBps": "GB/s", "TFLOPS": "TFLOPS"}
@@ -16,12 +17,14 @@ UNITS = {"GBps": "GB/s", "TFLOPS": "TFLOPS"}
 
 def caption(doc: dict[str, Any], live: bool) -> str:
     """Where, when and with what a document's numbers were measured."""
-    p = doc["provenance"]
     how = "Measured live" if live else "Recorded by `tritonperf bench`"
-    return (
-        f"{how} on {p['gpu']} ({p['sms']} SMs), {p['date'][:10]}; "
-        f"triton {p['triton']}, torch {p['torch']}, CUDA {p['cuda']}; commit {p['git_commit']}"
-    )
+    return provenance_text(doc["provenance"], how, day_only=True)
+
+
+def add_caption(fig: Figure, doc: dict[str, Any], live: bool) -> None:
+    """Write :func:`caption` in small print along the bottom of ``fig`` and keep the axes clear of it."""
+    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
+    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
 
 
 def ceiling_for(doc: dict[str, Any], metric: str, dtype: str) -> tuple[str, float] | None:
@@ -96,8 +99,7 @@ def plot_results(
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="lower right", fontsize="small", framealpha=0.9)
     ax.set_title(title or f"{kernel} {direction}, {dtype}")
-    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    add_caption(fig, doc, live)
     return fig
 
 
@@ -186,6 +188,5 @@ def plot_sizes(doc: dict[str, Any], *, live: bool) -> Figure | None:
     # Small calls sit low on the left, so the upper left corner stays free for the legend.
     ax.legend(loc="upper left", fontsize="small", framealpha=0.9)
     ax.set_title("memory-bound kernels against the bytes they move (tritonperf, every dtype)")
-    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    add_caption(fig, doc, live)
     return fig

@@ -202,10 +202,14 @@ def provenance(command: str) -> dict[str, Any]:
     }
 
 
-def provenance_text(prov: dict[str, Any]) -> str:
-    """One line naming where, when and with what a run was made, for the headers of recorded tables."""
+def provenance_text(prov: dict[str, Any], how: str = "Recorded", day_only: bool = False) -> str:
+    """One line naming where, when and with what a run was made: recorded tables' headers, plot captions.
+
+    ``how`` opens the line ("Recorded", "Measured live"); ``day_only`` shortens the date to its day.
+    """
+    date = prov["date"][:10] if day_only else prov["date"]
     return (
-        f"Recorded on {prov['gpu']} ({prov['sms']} SMs), {prov['date']}; triton {prov['triton']}, torch {prov['torch']}, "
+        f"{how} on {prov['gpu']} ({prov['sms']} SMs), {date}; triton {prov['triton']}, torch {prov['torch']}, "
         f"CUDA {prov['cuda']}" + (f", ptxas {prov['ptxas']}" if "ptxas" in prov else "") + f"; commit {prov['git_commit']}"
     )
 

@@ -20,7 +20,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from .plotting import caption
+from .plotting import add_caption
 
 #: Operations counted per input element of a forward pass. Vector add 1 (the add), softmax 5
 #: (max, subtract, exp, sum, scale), layer norm 7 (mean, subtract, square, variance sum, scale by
@@ -116,8 +116,7 @@ def plot_roofline(doc: dict[str, Any], *, live: bool = False) -> Figure:
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize="small", framealpha=0.9)
     ax.set_title(f"Roofline, {doc['provenance']['gpu']}: every forward pass of tritonperf")
-    fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    add_caption(fig, doc, live)
     return fig
 
 
