@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -99,8 +100,6 @@ def test_slug(name, slug):
 
 
 def _git(path, *args):
-    import subprocess
-
     done = subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
                           capture_output=True, text=True, check=True)
     return done.stdout.strip()
@@ -115,7 +114,7 @@ def test_checkout_commit_names_the_commit_and_marks_changes(tmp_path):
     _git(tmp_path, "commit", "-q", "-m", "first")
     short = _git(tmp_path, "rev-parse", "--short", "HEAD")
     assert records.checkout_commit(package) == short
-    (package / "new.py").write_text("")  # untracked files are not the committed code: still clean
+    (package / "new.py").write_text("")  # untracked files (caches, build outputs) do not count
     assert records.checkout_commit(package) == short
     (package / "a.py").write_text("A = 2\n")
     assert records.checkout_commit(package) == short + "-dirty"
