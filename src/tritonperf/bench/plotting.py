@@ -24,7 +24,7 @@ def caption(doc: dict[str, Any], live: bool) -> str:
 def add_caption(fig: Figure, doc: dict[str, Any], live: bool) -> None:
     """Write :func:`caption` in small print along the bottom of ``fig`` and keep the axes clear of it."""
     fig.text(0.01, 0.005, caption(doc, live), fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    fig.get_layout_engine().set(rect=(0, 0.06, 1, 0.94))  # room for two lines of caption
 
 
 def ceiling_for(doc: dict[str, Any], metric: str, dtype: str) -> tuple[str, float] | None:
