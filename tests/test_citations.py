@@ -29,7 +29,7 @@ SENTENCE_END = re.compile(r"\.\s|\n\s*\n")
 
 
 def flatten(text: str) -> str:
-    """The text with comment markers and line breaks folded away, so a sentence reads as one line."""
+    """The text with the comment markers that start continued lines folded away, so a comment's sentences read as prose."""
     return re.sub(r"\n[ \t]*#[ \t]?", " ", text)
 
 
