@@ -182,6 +182,10 @@ def test_small_matrices_take_narrower_default_tiles():
     # A tile width or warp count the caller chose is kept.
     assert tp._config(TILE_CONFIGS, 4096, 4096, 2, None, 128, None, 1, few) == (128, 128, 8)
     assert tp._config(TILE_CONFIGS, 4096, 4096, 2, None, None, 8, 1, few) == (128, 128, 8)
+    # Tiles of fewer than 8 warps are kept: the unaligned float16 entry, 256 x 32 in 4 warps.
+    unaligned = TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
+    assert tp._config(unaligned, 2047, 2049, 2, None, None, None, 1, few) == UNALIGNED_TILE_CONFIGS[2]
+    assert tp._config(unaligned, 2047, 2049, 4, None, None, None, 1, few) == (128, 32, 4)
 
 
 @triton.jit

@@ -254,7 +254,12 @@ DEFAULT_GROUP_M = 0
 # A matrix with fewer default tiles than MIN_TILES_PER_SM per SM takes tiles half as wide, in half
 # the warps. Same runs: float16 4096 x 4096 has 1024 tiles of 128 x 128 (7.8 an SM on an H200),
 # which moved 3196 and 3241 GB/s, against 3479 and 3449 for 128 x 64 tiles in 4 warps
-# (torch.compile 3324, 3298). The larger shapes have 29 or more tiles an SM.
+# (torch.compile 3324, 3298). The larger shapes have 29 or more tiles an SM. Only programs of 8
+# warps or more are halved: the unaligned float16 entry, 256 x 32 in 4 warps, halved to 256 x 16 in
+# 2, lost 6-8% at 2047 x 2049, 2049 x 3071 and 4095 x 1025 and 1% at 1023 x 1025 (H100, triton
+# 3.6, torch 2.11, 2026-12-07, one interleaved run, 0.562-0.588 of the copy ceiling against
+# 0.612-0.632 unhalved). In float32 the unaligned 128 x 64 in 8 warps, halved, gained 9% at 1023
+# x 1025 and lost 2.5% at 2049 x 3071 (same run).
 MIN_TILES_PER_SM = 8
 # Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps) of the pair kernel (method="pairs", which
 # "auto" takes wherever it can run: M and N even, rows starting at whole pairs). BLOCK_M and BLOCK_N
@@ -382,13 +387,13 @@ def _config(
 
     Small matrices get smaller tiles (at least 16 elements, i.e. 16 bytes, a side). With neither
     ``block_n`` nor ``num_warps`` given, a grid of fewer than ``min_tiles`` tiles (``batch``
-    matrices) takes tiles half as wide, in half the warps.
+    matrices) takes tiles half as wide, in half the warps, where the tile has 8 warps or more.
     """
     bm, bn, nw = table[size]
     bm = block_m or min(bm, max(16, next_power_of_2(M)))
     bn = block_n or min(bn, max(16, next_power_of_2(N)))
     nw = num_warps or max(1, min(nw, bm * bn // 512))
-    if block_n is None and num_warps is None and bn > 16 and batch * cdiv(M, bm) * cdiv(N, bn) < min_tiles:
+    if block_n is None and num_warps is None and bn > 16 and nw >= 8 and batch * cdiv(M, bm) * cdiv(N, bn) < min_tiles:
         bn, nw = bn // 2, max(1, nw // 2)
     return bm, bn, nw
 
@@ -442,7 +447,8 @@ def transpose(
             least 2 for ``"pairs"``; chosen from the method and the element size, and for
             ``"tiles"`` from whether every row starts at a 16-byte multiple, when omitted.
             With both ``block_n`` and ``num_warps`` omitted, a matrix of few tiles (fewer than
-            ``MIN_TILES_PER_SM`` per SM) takes the pointer kernel's tiles half as wide, in half the warps.
+            ``MIN_TILES_PER_SM`` per SM) takes the pointer kernel's tiles half as wide, in half the warps,
+            where they have 8 warps or more.
         group_m: None (default) walks whole tile columns, top to bottom, one after another; a number
             walks bands of that many tile rows column by column (1: row-major order).
         num_warps: warps per program, a power of two; chosen from the tile size when omitted.
