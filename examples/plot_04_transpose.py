@@ -203,7 +203,7 @@ else:
 #   read or written more than one element at a time. There float32 takes 32 KiB tiles, 64
 #   columns wide, in 8 warps, and float16 256 × 32 tiles in 4 warps, a shape that stays fast
 #   whichever ``ptxas`` assembles it (the comment in the table says why that matters). A matrix
-#   too small to give every SM several tiles gets tiles half as wide:
+#   too small to give every SM several tiles gets tiles half as wide, if they have 8 warps or more:
 #
 #   .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #      :start-at: # Element size in bytes
