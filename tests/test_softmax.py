@@ -395,6 +395,9 @@ def test_plan_caps_registers_where_measured():
             assert softmax_plan(4096, n_cols, dtype).max_registers is None
         assert softmax_plan(4096, 5120, dtype, "bwd").max_registers is None
     assert softmax_plan(4096, 5120, torch.float32).max_registers is None
+    # Rows pinned to 8 warps keep the cap up to 32 elements a thread, and lose it past that, where it spills.
+    assert softmax_plan(4096, 8192, torch.float16, num_warps=8).max_registers == 48
+    assert softmax_plan(4096, 16384, torch.float16, num_warps=8).max_registers is None
 
 
 def test_plan_stages_long_rows_where_it_can(monkeypatch):

@@ -687,6 +687,11 @@ MAX_ROWS_PER_PROGRAM = 64
 # compiler nothing: tighter caps on the norms' forwards, each worth a program more per SM, lost
 # 3-25% (H200, same day; layer norm 4096 x 4096 at 32 registers, 0.70 against 0.81).
 FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
+# The cap holds only for rows of up to this many elements a thread. Longer rows in the same warps (a
+# num_warps the caller chose) spill under it: 16-bit rows of 16384 columns in 8 warps spilled 76-104
+# bytes a thread and ran at 0.26-0.32 of the copy ceiling (H100, triton 3.6, torch 2.11, 2026-12-07),
+# and rows of 8192 in 8 warps, capped, within 1% of the default 16 warps.
+CAPPED_MAX_ELEMENTS_PER_THREAD = 32
 # The forward holds a fused row of one to a program whose length is not a power of two as two
 # blocks (_rows.head_and_tail): the largest power of two that fits in the row, and the next power of
 # two past the rest, where the two leave fewer masked lanes than one block would (5120 = 4096 + 1024,
@@ -930,7 +935,8 @@ def softmax_plan(
         programs_per_sm = programs_per_sm or (1 if prefetch else None)
         grid = min(n_blocks, sms * programs_per_sm) if programs_per_sm else n_blocks
         stages = num_stages or (PREFETCH_STAGES if prefetch else 1)
-        cap = FUSED_MAX_REGISTERS.get((direction, itemsize, warps)) if rows == 1 else None
+        capped = rows == 1 and n_cols <= CAPPED_MAX_ELEMENTS_PER_THREAD * 32 * warps
+        cap = FUSED_MAX_REGISTERS.get((direction, itemsize, warps)) if capped else None
         tails = direction == "fwd" and rows == 1 and not reload
         head, tail = head_and_tail(n_cols) if tails else (block_n, 0)
         return SoftmaxPlan("fused", head, rows, warps, stages, grid, 1, n_cols, reload, max_registers=cap,
