@@ -690,8 +690,7 @@ FUSED_MAX_REGISTERS = {("fwd", 2, 8): 48}
 # The cap holds only for rows of up to this many elements a thread. Longer rows in the same warps (a
 # num_warps the caller chose) spill under it: 16-bit rows of 16384 columns in 8 warps spilled 76-104
 # registers a thread (Triton's n_spills) and ran at 0.26-0.32 of the copy ceiling (H100, triton 3.6,
-# torch 2.11, 2026-12-07),
-# and rows of 8192 in 8 warps, capped, within 1% of the default 16 warps.
+# torch 2.11, 2026-12-07), and rows of 8192 in 8 warps, capped, within 1% of the default 16 warps.
 CAPPED_MAX_ELEMENTS_PER_THREAD = 32
 # The forward holds a fused row of one to a program whose length is not a power of two as two
 # blocks (_rows.head_and_tail): the largest power of two that fits in the row, and the next power of
