@@ -83,9 +83,14 @@ def test_stale_citations_are_found(text, stale):
     assert bool(stale_citations(text, SAMPLE_RECORDS)) == stale
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_prose_cites_the_records_on_main(path):
-    records = current_records()
+@pytest.fixture(scope="module")
+def records_on_main() -> dict[str, dict]:
+    records = current_records()  # read once: the files are large and the same for every source
     assert records, "no committed records found in docs/results"
-    problems = stale_citations(path.read_text(), records)
+    return records
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_prose_cites_the_records_on_main(path, records_on_main):
+    problems = stale_citations(path.read_text(), records_on_main)
     assert not problems, "recheck these sentences against the new record:\n" + "\n".join(problems)
