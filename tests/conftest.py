@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import os
 import zlib
 
+import filelock
 import pytest
 import torch
 
@@ -89,6 +91,23 @@ def _release_gpu_memory():
     yield
     if ON_GPU and torch.cuda.memory_reserved() > 2**30:
         torch.cuda.empty_cache()
+
+
+@pytest.fixture(autouse=True)
+def _large_memory_tests_take_turns(request, tmp_path_factory):
+    # Tests marked large_memory hold tensors of 2**31 elements or more, gigabytes each. With four
+    # pytest-xdist workers on one 80 GB H100, one of them ran out of memory while another worker
+    # held 51 GB. A lock file in the directory that holds every worker's temporary directory makes
+    # them run one at a time; other tests go on beside them.
+    if not ON_GPU or request.node.get_closest_marker("large_memory") is None:
+        yield
+        return
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    with filelock.FileLock(shared / "large_memory.lock"):
+        yield
+        torch.cuda.empty_cache()  # before the next one starts
 
 
 @pytest.fixture(autouse=True)

@@ -1211,6 +1211,7 @@ def test_grouped_query_heads_at_length_on_gpu():
 
 
 @gpu_only
+@pytest.mark.large_memory
 def test_offsets_past_2_31_elements():
     # 16512 heads of 1024 x 128: 2**31 + 2**24 elements in q, so a 32-bit offset to the last heads
     # would wrap around. One key/value head serves them all (grouped-query attention).

@@ -816,6 +816,7 @@ def test_large_batches_and_transposes_on_gpu(method):
 
 
 @gpu_only
+@pytest.mark.large_memory
 def test_offsets_past_2_31_elements():
     # Two matrices 2**31 elements apart in one 4 GiB buffer: 32-bit offsets to the second would wrap.
     big = torch.empty(2**31 + 64 * 64, dtype=torch.float16, device="cuda")

@@ -455,6 +455,7 @@ def test_property_any_shape_any_block(m, n, block_log2, programs, rms):
 
 
 @gpu_only
+@pytest.mark.large_memory
 @pytest.mark.parametrize("norm", NORMS)
 def test_offsets_past_2_31_elements(norm):
     # 32771 rows of 65536: 2**31 + 3 * 65536 elements, so row * stride passes 2**31 in the last rows.

@@ -577,6 +577,7 @@ def test_benchmark_shapes(shape, dtype):
 
 
 @gpu_only
+@pytest.mark.large_memory
 @pytest.mark.parametrize(
     "rows, cols",
     [

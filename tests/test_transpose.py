@@ -540,6 +540,7 @@ def test_bench_torch_baselines_write_into_out(device):
 
 # -- GPU only: sizes the interpreter cannot reach ------------------------------------------------
 @gpu_only
+@pytest.mark.large_memory
 @pytest.mark.parametrize("method", ["tiles", "auto"])
 def test_offsets_past_2_31_elements(method):
     # 3 x 32768 x 32768 int8 = 3.2 G elements: 32-bit offsets into the last matrix would wrap around.
@@ -553,6 +554,7 @@ def test_offsets_past_2_31_elements(method):
 
 
 @gpu_only
+@pytest.mark.large_memory
 def test_pair_offsets_past_2_31_pairs():
     # 5 x 32768 x 32768 float16 = 2.7 G pairs of 32 bits: 32-bit offsets into the last matrices would wrap around.
     x = torch.zeros((5, 32768, 32768), dtype=torch.int16, device="cuda")

@@ -73,6 +73,7 @@ def test_property_any_size_any_block(n, block_log2):
 
 
 @gpu_only
+@pytest.mark.large_memory
 def test_offsets_past_2_31_elements():
     # 2**31 + 17 elements: a 32-bit offset would wrap around and write into the wrong place.
     n = 2**31 + 17
