@@ -394,7 +394,7 @@ def _config(
     bn = block_n or min(bn, max(16, next_power_of_2(N)))
     nw = num_warps or max(1, min(nw, bm * bn // 512))
     if block_n is None and num_warps is None and bn > 16 and nw >= 8 and batch * cdiv(M, bm) * cdiv(N, bn) < min_tiles:
-        bn, nw = bn // 2, max(1, nw // 2)
+        bn, nw = bn // 2, nw // 2
     return bm, bn, nw
 
 
