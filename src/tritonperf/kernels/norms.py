@@ -808,6 +808,10 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # float16 in one): of the 6-11 shapes tried it was the best or within 2% of it in 9 of 10 cases
 # (the other: float32 layer norm, 2848 against 2912 for 4 rows in 2 warps), and 5-16% faster than
 # the old entry (layer norm bfloat16: 2047 and 2081 against 1781 and 1796 GB/s).
+# At 4096 x 4096 in 16-bit layer norm, the 4096 entry still beat every other launch tried: 4 or 16
+# warps, 2 rows in 16 warps, tiles of 2048 columns, a persistent grid of 4 or 6 programs an SM
+# (H200, triton 3.6, torch 2.11, 2026-12-07, two interleaved rounds; 0.789-0.795 of the copy
+# ceiling, the others 0.635-0.786). A torch copy_ of the same bytes ran at 0.858-0.863 there.
 FWD_CONFIGS = (
     (128, 32, 4), (256, 8, 4), (512, 2, 1), (1024, 4, 2), (2048, 2, 8), (4096, 1, 8), (8192, 1, 8), (16384, 1, 8),
 )
@@ -1196,6 +1200,13 @@ TILED_BWD_WAVES = 2
 # 4096 x 4096 0.730 / 0.739 / 0.748 / 0.752 / 0.757, 0.783; RMS norm bfloat16 4096 x 4096 0.768 /
 # 0.786 / 0.787 / 0.790 / 0.790, 0.842. Clusters of 16, more than the portable limit of 8, would
 # still leave 16-bit layer norm at 4096 x 8192 short of 0.85.
+# Nor did other launches of the register path help at 4096 rows (H200, triton 3.6, torch 2.11,
+# 2026-12-07, two interleaved rounds, both norms and both 16-bit dtypes, 4096 and 8192 columns):
+# 4 or 16 warps, two programs an SM, 2 or 4 rows a tile all lost, or came within 0.6% of the
+# default, which itself moved by up to 0.8% between two timings of the same launch. Without
+# weight gradients these backwards ran at 0.79-0.85 of the copy ceiling at 4096 columns and
+# 0.87-0.90 at 8192 (with them 0.73-0.77 and 0.79-0.84); a torch add of the same bytes at 0.92-0.94
+# and 0.96-0.99.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS, SUM_STAGES = 32, 256, 4, 3
 SUM_MIN_BLOCK_C = 8
 SUM_PROGRAMS_PER_SM = 4

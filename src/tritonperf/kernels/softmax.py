@@ -674,6 +674,11 @@ FUSED_ROWS = {1024: 2}  # BLOCK_N: rows per program
 # reduced to a (max, sum of exponentials) pair, the pairs merged in one tl.reduce: two barriers
 # where the default has five, 32 registers a thread, but 58% more instructions), 0.97 / 0.91 at
 # 4096, 0.93 / 0.91 at 8192, 0.96 / 0.94 at 16384, and 1.01 / 0.94 at 16384 rows of 4096.
+# Nor, at 4096 rows of 4096 and 5120, 4 or 16 warps instead of 8, or a persistent grid of 4, 5, 6
+# or 8 programs an SM: each lost 0.4-22% to the default (H200, triton 3.6, torch 2.11, 2026-12-07,
+# two interleaved rounds, both 16-bit dtypes). The default ran at 0.819-0.844 of the copy ceiling
+# at 4096 columns and 0.831-0.838 at 5120; a torch copy_ of the same bytes at 0.845-0.861 and
+# 0.885-0.902, short of the 0.93 target itself.
 MAX_ROWS_PER_PROGRAM = 64
 # A cap on the registers a thread of the fused forward may take (Triton's maxnreg), by (direction,
 # bytes per element, warps), for programs of one row. The compiler gave the bfloat16 forward of
