@@ -1203,10 +1203,10 @@ TILED_BWD_WAVES = 2
 # Nor did other launches of the register path help at 4096 rows (H200, triton 3.6, torch 2.11,
 # 2026-12-07, two interleaved rounds, both norms and both 16-bit dtypes, 4096 and 8192 columns):
 # 4 or 16 warps, two programs an SM, 2 or 4 rows a tile all lost, or came within 0.6% of the
-# default, which itself moved by up to 0.8% between two timings of the same launch. Without
-# weight gradients these backwards ran at 0.79-0.85 of the copy ceiling at 4096 columns and
-# 0.87-0.90 at 8192 (with them 0.73-0.77 and 0.79-0.84); a torch add of the same bytes at 0.92-0.94
-# and 0.96-0.99.
+# default. At 4096 columns 2 rows a tile is the default itself: timed a second time, it moved by
+# up to 0.8%. Without weight gradients these backwards ran at 0.79-0.85 of the copy ceiling at
+# 4096 columns and 0.87-0.90 at 8192 (with them 0.73-0.77 and 0.79-0.84); a torch add of the same
+# bytes at 0.92-0.94 and 0.96-0.99.
 SUM_BLOCK_P, SUM_BLOCK_C, SUM_WARPS, SUM_STAGES = 32, 256, 4, 3
 SUM_MIN_BLOCK_C = 8
 SUM_PROGRAMS_PER_SM = 4
