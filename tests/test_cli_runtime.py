@@ -68,7 +68,32 @@ def test_compare_two_files(sample_doc, tmp_path, capsys):
     new = records.save(sample_doc, tmp_path / "new.json")
     assert cli.main(["compare", str(old), str(new)]) == 0
     out = capsys.readouterr().out
-    assert "2.00×" in out and "vector_add" in out
+    assert "2.000×" in out and "vector_add" in out
+
+
+def test_compare_summary_and_threshold(sample_doc, tmp_path, capsys):
+    old = records.save(sample_doc, tmp_path / "old.json")
+    sample_doc["records"][0]["ms"] /= 2  # 20 µs recorded, twice as fast now
+    sample_doc["records"][3]["ms"] /= 1.01  # 200 µs recorded, 1% faster now
+    new = records.save(sample_doc, tmp_path / "new.json")
+    assert cli.main(["compare", str(old), str(new), "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "how far each kernel's records moved" in out and "2.000×" in out
+    assert "recorded µs" not in out  # no table of every record
+    assert cli.main(["compare", str(old), str(new), "--summary", "--min-us", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "calls of 100 µs or more" in out and "1.010×" in out and "2.000×" not in out
+    assert cli.main(["compare", str(old), str(new), "--min-us", "1e6"]) == 0
+    assert "no record appears in both" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["-1", "inf", "nan", "fast"])
+def test_compare_rejects_a_bad_threshold(sample_doc, tmp_path, capsys, value):
+    old = records.save(sample_doc, tmp_path / "old.json")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["compare", str(old), str(old), "--min-us", value])
+    assert exit_info.value.code == 2
+    assert "--min-us" in capsys.readouterr().err
 
 
 def test_compare_rejects_an_invalid_file(sample_doc, tmp_path, capsys):

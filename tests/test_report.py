@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import matplotlib.pyplot as plt
 import pytest
 
@@ -37,6 +39,26 @@ def test_compare_pairs_matching_records(sample_doc):
     rows = report.compare(new, sample_doc)
     assert len(rows) == len(sample_doc["records"]) - 1
     assert rows[0]["ratio"] == pytest.approx(2.0)
+
+
+def test_drift_summarizes_each_kernel_by_how_far_its_rows_moved(sample_doc):
+    import copy
+
+    new = copy.deepcopy(sample_doc)
+    # Speeds new/recorded of 1.10, 0.98, 1.00, 1.01, 1.00 and 0.95 for the six vector-add records.
+    for r, speed in zip(new["records"], [1.10, 0.98, 1.00, 1.01, 1.00, 0.95], strict=True):
+        r["ms"] /= speed
+    rows = report.compare(new, sample_doc)
+    rows.append({**rows[0], "kernel": "softmax", "ratio": 0.5})
+    first, second = report.drift(rows)
+    assert (first["kernel"], first["records"], second["kernel"], second["records"]) == ("vector_add", 6, "softmax", 1)
+    changes = sorted([0.10, 0.02, 0.0, 0.01, 0.0, 0.05])
+    assert first["median"] == pytest.approx(0.015)
+    assert first["p90"] == pytest.approx(statistics.quantiles(changes, n=10, method="inclusive")[-1])
+    assert 0.05 < first["p90"] < 0.10
+    assert first["largest"]["ratio"] == pytest.approx(1.10)
+    assert (second["median"], second["p90"], second["largest"]["ratio"]) == (0.5, 0.5, 0.5)
+    assert report.drift([]) == []
 
 
 def test_plot_has_every_variant_the_ceiling_and_a_caption(sample_doc):

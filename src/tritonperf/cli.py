@@ -139,6 +139,16 @@ def _jobs(text: str) -> int:
     return jobs
 
 
+def _min_us(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def _partial_path(out: Path) -> Path:
     """Where a run writes its records so far: ``<out>.partial``, removed once ``out`` is written."""
     return out.with_name(out.name + ".partial")
@@ -197,17 +207,31 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except records.RecordsError as err:
         err_console.print(f"[red]error:[/red] {err}")
         return 2
-    rows = report.compare(new, old)
-    table = Table(title=f"new: {new['provenance']['gpu']} ({new['provenance']['date']})  vs  "
-                        f"recorded: {old['provenance']['gpu']} ({old['provenance']['date']})")
-    for name in ["kernel", "dir", "dtype", "shape", "variant", "recorded µs", "new µs", "speed new/recorded"]:
-        table.add_column(name)
-    for r in rows:
-        table.add_row(r["kernel"], r["direction"], r["dtype"], report.shape_text(r["shape"]), r["variant"],
-                      f"{r['ms_old'] * 1e3:,.1f}", f"{r['ms'] * 1e3:,.1f}", f"{r['ratio']:.2f}×")
-    console.print(table)
+    min_ms = args.min_us / 1e3
+    threshold = f" (calls of {args.min_us:g} µs or more in the recorded run)" if min_ms else ""
+    rows = [r for r in report.compare(new, old) if r["ms_old"] >= min_ms]
+    title = (f"new: {new['provenance']['gpu']} ({new['provenance']['date']})  vs  "
+             f"recorded: {old['provenance']['gpu']} ({old['provenance']['date']})")
     if not rows:
-        console.print("no record appears in both (same kernel, variant, dtype, direction and shape)")
+        console.print(f"{title}: no record appears in both (same kernel, variant, dtype, direction and shape){threshold}")
+        return 0
+    if not args.summary:
+        table = Table(title=title)
+        for name in ["kernel", "dir", "dtype", "shape", "variant", "recorded µs", "new µs", "speed new/recorded"]:
+            table.add_column(name)
+        for r in rows:
+            table.add_row(r["kernel"], r["direction"], r["dtype"], report.shape_text(r["shape"]), r["variant"],
+                          f"{r['ms_old'] * 1e3:,.1f}", f"{r['ms'] * 1e3:,.1f}", f"{r['ratio']:.3f}×")
+        console.print(table)
+    drift = Table(title=f"how far each kernel's records moved{threshold}" + (f" — {title}" if args.summary else ""))
+    for name, justify in [("kernel", "left"), ("records", "right"), ("median change", "right"),
+                          ("9 in 10 within", "right"), ("farthest, speed new/recorded", "right"), ("at", "left")]:
+        drift.add_column(name, justify=justify)
+    for d in report.drift(rows):
+        r = d["largest"]
+        drift.add_row(d["kernel"], str(d["records"]), f"{d['median']:.2%}", f"{d['p90']:.2%}", f"{r['ratio']:.3f}×",
+                      f"{r['direction']} {r['dtype']} {report.shape_text(r['shape'])} {r['variant']}")
+    console.print(drift)
     return 0
 
 
@@ -244,6 +268,10 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
     compare = sub.add_parser("compare", help="hold a run against recorded results")
     compare.add_argument("recorded", metavar="FILE", help="recorded results file")
     compare.add_argument("new", nargs="?", metavar="FILE", help="a second results file (default: measure a new run now)")
+    compare.add_argument("--min-us", type=_min_us, default=0.0, metavar="US",
+                         help="only calls that took at least US microseconds in the recorded run (default: all)")
+    compare.add_argument("--summary", action="store_true",
+                         help="only how far each kernel's records moved, not every record")
     compare.set_defaults(func=cmd_compare)
 
     check = sub.add_parser("targets", help="hold a results file against the package's performance targets")

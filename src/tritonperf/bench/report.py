@@ -83,6 +83,26 @@ def compare(new: dict[str, Any], old: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def drift(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """How far the rows of :func:`compare` moved, kernel by kernel.
+
+    The change of a row is ``|ratio - 1|``. Each entry has ``kernel``, ``records``, ``median`` and
+    ``p90`` of the changes (nine rows in ten moved by ``p90`` or less) and ``largest``, the row that
+    moved most; kernels appear in the order of their first row. Short calls drift more than long
+    ones: filter ``rows`` by ``ms_old`` to keep them apart.
+    """
+    by_kernel: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_kernel.setdefault(r["kernel"], []).append(r)
+    out = []
+    for kernel, group in by_kernel.items():
+        changes = sorted(abs(r["ratio"] - 1) for r in group)
+        p90 = statistics.quantiles(changes, n=10, method="inclusive")[-1] if len(changes) > 1 else changes[0]
+        out.append({"kernel": kernel, "records": len(group), "median": statistics.median(changes), "p90": p90,
+                    "largest": max(group, key=lambda r: abs(r["ratio"] - 1))})
+    return out
+
+
 def markdown_table(header: list[str], rows: list[list[str]], right: Iterable[int] = ()) -> str:
     """A Markdown pipe table (cells must not contain ``|``); columns numbered in ``right`` align right."""
     right = set(right)
