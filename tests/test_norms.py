@@ -27,6 +27,7 @@ from tritonperf.kernels.norms import (
     BWD_TILED,
     BWD_WIDE,
     BWD_WIDE_N,
+    FWD_BY_GPU,
     FWD_CONFIGS,
     FWD_FLOAT32_CONFIGS,
     FWD_MAX_UNROLLED_TILES,
@@ -650,7 +651,41 @@ def test_split_forward_config(monkeypatch, request):
         assert not norm_config(*args, "fwd", "cpu", **({"itemsize": 2} | kwargs)).staged
 
 
-def test_default_configs(device):
+@pytest.fixture
+def h200_tables(monkeypatch, request):
+    """norm_config with the tables alone, on whatever GPU the tests run (no FWD_BY_GPU entry)."""
+    monkeypatch.setattr(norms_module, "FWD_BY_GPU", {})
+    norm_config.cache_clear()  # configurations are cached: drop those made with an entry
+    request.addfinalizer(norm_config.cache_clear)
+
+
+def test_forward_config_by_gpu(monkeypatch, request, device):
+    # On the GPU it names, FWD_BY_GPU streams the row lengths it lists through its tiles and warps;
+    # other lengths, the other norm, the backward and other GPUs keep the tables' choices.
+    name, entries = next(iter(FWD_BY_GPU.items()))
+    listed = {(n, "fwd", itemsize, rms): tile for (itemsize, rms), lengths in entries.items() for n, tile in lengths.items()}
+
+    def configs(gpu: str) -> dict:
+        monkeypatch.setattr(runtime, "device_name", lambda device=None: gpu)
+        norm_config.cache_clear()  # configurations are cached: drop those made for the other name
+        return {(n, d, itemsize, rms): norm_config(4096, n, d, device, itemsize=itemsize, rms=rms)
+                for itemsize in (2, 4) for rms in (False, True) for n in (4096, 8192, 12288, 16384) for d in ("fwd", "bwd")}
+
+    request.addfinalizer(norm_config.cache_clear)
+    tables, named = configs("another GPU"), configs(name)
+    assert listed and set(listed) <= set(named)
+    for key, cfg in named.items():
+        if key in listed:
+            block_n, warps = listed[key]
+            assert cfg.tiled and (cfg.block_n, cfg.rows, cfg.num_warps, cfg.programs) == (block_n, 1, warps, 4096)
+            assert cfg != tables[key]
+        else:
+            assert cfg == tables[key], key
+    n, _, itemsize, rms = next(iter(listed))
+    assert not norm_config(4096, n, "fwd", device, itemsize=itemsize, rms=rms, block_n=n).tiled  # a knob wins
+
+
+def test_default_configs(device, h200_tables):
     # The forward as RMS norm: 16-bit layer norm streams rows of 16384 columns (test_streamed_forward_configs).
     for n, direction, table in [(n, "fwd", FWD_CONFIGS) for n in (1, 256, 4096, 16384)] + [(n, "bwd", BWD_CONFIGS) for n in (1, 300, 8192)]:
         cfg = norm_config(4096, n, direction, device, rms=direction == "fwd")
@@ -714,7 +749,7 @@ def test_backward_stages_fit_shared_memory(device):
     assert norm_config(4096, 8192, "fwd", device).num_stages == 1
 
 
-def test_streamed_forward_configs(device):
+def test_streamed_forward_configs(device, h200_tables):
     # Rows that would leave much of their register block masked stream through tiles (FWD_STREAMED),
     # their warps from the row's bytes; powers of two, short rows and explicit blocks stay held.
     def cfg(n, itemsize, rms, **knobs):

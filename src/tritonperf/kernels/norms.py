@@ -783,6 +783,7 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # tools/record_versus_compile.py times them against other configurations and torch.compile: on an
 # H100 (2026-12-05) the default trailed torch.compile by up to 2.3% where that runs at 0.91 of the
 # copy ceiling or more, and the fastest configuration tried came within 0.4% of it or ahead.
+# FWD_BY_GPU takes the H100's fastest for layer norm's rows of 8192 and 16384 columns.
 # Rows held in registers: (largest BLOCK_N, rows per tile, num_warps); the first line whose BLOCK_N
 # covers next_power_of_2(N) applies. Short rows are grouped several to a tile (2048-8192 elements);
 # warps grow with the tile so each thread holds 16-32 elements, enough for
@@ -1067,6 +1068,19 @@ FWD_STREAMED = {(2, False): (0.75, 16384, 2048), (2, True): (0.75, 16384, 4096),
 # (bytes per element, RMS): lengths.
 FWD_STREAMED_FULL = {(2, False): (16384,)}
 FWD_TILED_BYTES_PER_WARP = {False: 2048, True: 1024}
+# Forward rows streamed on one GPU where the tables above, set on an H200, hold or tile them
+# otherwise. GPU name: {(bytes per element, RMS): {row length: (BLOCK_N, num_warps)}}. Only the
+# lengths measured are listed. On an NVIDIA H100 80GB HBM3 (triton 3.6, torch 2.11, 2026-12-05,
+# tools/record_versus_compile.py, one interleaved run a case, ratio to torch.compile, the table's
+# choice in parentheses), layer norm in tiles of 4096 columns in 16 warps: float16 4096 x 16384
+# 0.999 (0.977, 2048 columns in 16 warps), 16384 x 8192 1.009 (0.990, the row held in 8 warps),
+# 4096 x 8192 1.006 (0.999); bfloat16 4096 x 16384 1.003 (0.981), 16384 x 8192 1.004 (0.988);
+# float32 4096 x 8192 1.000 (0.982, the row held in 16 warps and read again), 16384 x 8192 0.999
+# (0.984). On that H100 two full records of the same code moved 0.5% or less from each other
+# at nine memory-bound calls in ten, so gains of 1.5-2.2% are not noise.
+FWD_BY_GPU = {
+    "NVIDIA H100 80GB HBM3": {(2, False): {8192: (4096, 16), 16384: (4096, 16)}, (4, False): {8192: (4096, 16)}},
+}
 # The tiled forward unrolls its passes over rows of up to this many tiles (see _norm_fwd_tiled_row).
 FWD_MAX_UNROLLED_TILES = 16
 # Float32 rows of FWD_FLOAT32_LONG[0] < N <= FWD_FLOAT32_LONG[1] columns are held in registers in 32
@@ -1289,8 +1303,12 @@ def _fwd_staging(device, M: int, N: int, itemsize: int) -> tuple[int, int, int, 
     return (block_n, warps, ring, split) if ring >= 2 and split <= runtime.sm_count(device) else None
 
 
-def _fwd_streamed(N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
-    """``(BLOCK_N, num_warps)`` for rows the forward streams though they fit in registers (FWD_STREAMED), else None."""
+def _fwd_streamed(device, N: int, itemsize: int, rms: bool) -> tuple[int, int] | None:
+    """``(BLOCK_N, num_warps)`` for rows the forward streams though they fit in registers
+    (``FWD_BY_GPU`` for this device's name first, then ``FWD_STREAMED``), else None."""
+    by_gpu = FWD_BY_GPU.get(runtime.device_name(device), {}).get((itemsize, rms), {})
+    if N in by_gpu:
+        return by_gpu[N]
     rule = FWD_STREAMED.get((itemsize, rms))
     if rule is None:
         return None
@@ -1327,7 +1345,7 @@ def norm_config(
     to ``BWD_WIDE_N`` columns), with ``FWD_FLOAT32_CONFIGS`` and ``BWD_FLOAT32_CONFIGS`` first for
     float32, when rows fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
     little of their register block (``FWD_STREAMED``; ``FWD_STREAMED_FULL`` names lengths streamed
-    though they fill it) and holds float32 rows of ``FWD_FLOAT32_LONG``
+    though they fill it, ``FWD_BY_GPU`` those streamed on one GPU by its name) and holds float32 rows of ``FWD_FLOAT32_LONG``
     columns. The forward launches one program per tile (a row, on the tiled path) unless
     ``programs`` asks for a persistent grid. The backward's grid is persistent: ``programs``
     defaults to ``BWD_PROGRAMS_PER_SM`` programs per SM, never more than there are tiles. The tiled
@@ -1369,7 +1387,7 @@ def norm_config(
     wide_warps, wide_stages = BWD_WIDE.get((rms, itemsize), (None, 1)) if direction == "bwd" else (None, 1)
     longest_held = BWD_WIDE_N if wide_warps else table[-1][0]
     whole_row = next_power_of_2(max(N, 1))
-    streamed = _fwd_streamed(N, itemsize, rms) if direction == "fwd" else None
+    streamed = _fwd_streamed(device, N, itemsize, rms) if direction == "fwd" else None
     if block_n is None:
         long_float32 = direction == "fwd" and itemsize == 4 and FWD_FLOAT32_LONG[0] < N <= FWD_FLOAT32_LONG[1]
         block_n = whole_row if whole_row <= longest_held or long_float32 else tiled_default[0]
