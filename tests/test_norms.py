@@ -669,7 +669,7 @@ def test_forward_config_by_gpu(monkeypatch, request, device):
         monkeypatch.setattr(runtime, "device_name", lambda device=None: gpu)
         norm_config.cache_clear()  # configurations are cached: drop those made for the other name
         return {(n, d, itemsize, rms): norm_config(4096, n, d, device, itemsize=itemsize, rms=rms)
-                for itemsize in (2, 4) for rms in (False, True) for n in (4096, 8192, 12288, 16384) for d in ("fwd", "bwd")}
+                for itemsize in (2, 4) for rms in (False, True) for n in (4096, 5120, 8192, 12288, 16384) for d in ("fwd", "bwd")}
 
     request.addfinalizer(norm_config.cache_clear)
     tables, named = configs("another GPU"), configs(name)

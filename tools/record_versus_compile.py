@@ -146,10 +146,14 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
+    from tritonperf import runtime
     from tritonperf.bench import records
 
     if not torch.cuda.is_available():
         parser.error("timing needs a CUDA GPU; none is visible to torch")
+    # Inductor switches the process to torch's ptxas when it first compiles: ours would be
+    # assembled by two releases, the first case's by Triton's own (see runtime.use_torch_ptxas).
+    runtime.use_torch_ptxas()
     prov, ceiling, rows = measure(lambda line: print(line, flush=True))
     description = (
         f"Copy ceiling {ceiling:,.0f} GB/s. The norm forwards against "

@@ -783,7 +783,7 @@ def sum_partials_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK_C:
 # tools/record_versus_compile.py times them against other configurations and torch.compile: on an
 # H100 (2026-12-05) the default trailed torch.compile by up to 2.3% where that runs at 0.91 of the
 # copy ceiling or more, and the fastest configuration tried came within 0.4% of it or ahead.
-# FWD_BY_GPU takes the H100's fastest for layer norm's rows of 8192 and 16384 columns.
+# FWD_BY_GPU holds the H100's own choices where they differ.
 # Rows held in registers: (largest BLOCK_N, rows per tile, num_warps); the first line whose BLOCK_N
 # covers next_power_of_2(N) applies. Short rows are grouped several to a tile (2048-8192 elements);
 # warps grow with the tile so each thread holds 16-32 elements, enough for
@@ -1070,16 +1070,26 @@ FWD_STREAMED_FULL = {(2, False): (16384,)}
 FWD_TILED_BYTES_PER_WARP = {False: 2048, True: 1024}
 # Forward rows streamed on one GPU where the tables above, set on an H200, hold or tile them
 # otherwise. GPU name: {(bytes per element, RMS): {row length: (BLOCK_N, num_warps)}}. Only the
-# lengths measured are listed. On an NVIDIA H100 80GB HBM3 (triton 3.6, torch 2.11, 2026-12-05,
-# tools/record_versus_compile.py, one interleaved run a case, ratio to torch.compile, the table's
-# choice in parentheses), layer norm in tiles of 4096 columns in 16 warps: float16 4096 x 16384
-# 0.999 (0.977, 2048 columns in 16 warps), 16384 x 8192 1.009 (0.990, the row held in 8 warps),
-# 4096 x 8192 1.006 (0.999); bfloat16 4096 x 16384 1.003 (0.981), 16384 x 8192 1.004 (0.988);
-# float32 4096 x 8192 1.000 (0.982, the row held in 16 warps and read again), 16384 x 8192 0.999
-# (0.984). On that H100 two full records of the same code moved 0.5% or less from each other
-# at nine memory-bound calls in ten, so gains of 1.5-2.2% are not noise.
+# lengths measured are listed; the entries cover float16 and bfloat16 alike. On an NVIDIA H100
+# 80GB HBM3 (triton 3.6, torch 2.11, tools/record_versus_compile.py, one interleaved run a case,
+# ratio to torch.compile, the tables' choice in parentheses; 2026-12-05, 4096-column tiles
+# confirmed on 2026-12-07 with the entry in place):
+# - layer norm, tiles of 4096 columns in 16 warps: float16 4096 x 16384 0.999 (0.977, 2048
+#   columns in 16 warps), 16384 x 8192 1.009 (0.990, the row held in 8 warps), 4096 x 8192 1.006
+#   (0.999); bfloat16 4096 x 16384 1.003 (0.981), 16384 x 8192 1.004 (0.988), but 4096 x 8192
+#   0.997 against 1.008 held (2026-12-07); float32 4096 x 8192 1.000 (0.982, the row held in 16
+#   warps and read again), 16384 x 8192 0.999 (0.984).
+# - float32, tiles of 2048 columns: layer norm 16384 x 5120 in 16 warps 1.000 and 1.001 (0.981 and
+#   0.986 in 8 warps); at 4096 x 4096 in 8 warps layer norm 0.998 and 1.003 (0.987 and 0.988, the
+#   row held in 16 warps and read again), RMS norm 1.009 and 1.008 (0.995 and 0.993).
+# On that H100 two full records of the same code moved 0.5% or less from each other at nine
+# memory-bound calls in ten, so gains of 1-2% are not noise.
 FWD_BY_GPU = {
-    "NVIDIA H100 80GB HBM3": {(2, False): {8192: (4096, 16), 16384: (4096, 16)}, (4, False): {8192: (4096, 16)}},
+    "NVIDIA H100 80GB HBM3": {
+        (2, False): {8192: (4096, 16), 16384: (4096, 16)},
+        (4, False): {4096: (2048, 8), 5120: (2048, 16), 8192: (4096, 16)},
+        (4, True): {4096: (2048, 8)},
+    },
 }
 # The tiled forward unrolls its passes over rows of up to this many tiles (see _norm_fwd_tiled_row).
 FWD_MAX_UNROLLED_TILES = 16
