@@ -1070,20 +1070,22 @@ FWD_STREAMED_FULL = {(2, False): (16384,)}
 FWD_TILED_BYTES_PER_WARP = {False: 2048, True: 1024}
 # Forward rows streamed on one GPU where the tables above, set on an H200, hold or tile them
 # otherwise. GPU name: {(bytes per element, RMS): {row length: (BLOCK_N, num_warps)}}. Only the
-# lengths measured are listed; the entries cover float16 and bfloat16 alike. On an NVIDIA H100
-# 80GB HBM3 (triton 3.6, torch 2.11, tools/record_versus_compile.py, one interleaved run a case,
-# ratio to torch.compile, the tables' choice in parentheses; 2026-12-05, 4096-column tiles
-# confirmed on 2026-12-07 with the entry in place):
+# lengths measured are listed; an entry covers float16 and bfloat16 alike. On an NVIDIA H100 80GB
+# HBM3 (triton 3.6, torch 2.11, tools/record_versus_compile.py, one interleaved run a case, ratio
+# to torch.compile): the run of 2026-12-05, the tables' choice in parentheses, then the run of
+# 2026-12-07 at commit f271e38, with these entries in place:
 # - layer norm, tiles of 4096 columns in 16 warps: float16 4096 x 16384 0.999 (0.977, 2048
-#   columns in 16 warps), 16384 x 8192 1.009 (0.990, the row held in 8 warps), 4096 x 8192 1.006
-#   (0.999); bfloat16 4096 x 16384 1.003 (0.981), 16384 x 8192 1.004 (0.988), but 4096 x 8192
-#   0.997 against 1.008 held (2026-12-07); float32 4096 x 8192 1.000 (0.982, the row held in 16
-#   warps and read again), 16384 x 8192 0.999 (0.984).
-# - float32, tiles of 2048 columns: layer norm 16384 x 5120 in 16 warps 1.000 and 1.001 (0.981 and
-#   0.986 in 8 warps); at 4096 x 4096 in 8 warps layer norm 0.998 and 1.003 (0.987 and 0.988, the
-#   row held in 16 warps and read again), RMS norm 1.009 and 1.008 (0.995 and 0.993).
+#   columns in 16 warps), then 0.999; 16384 x 8192 1.009 (0.990, the row held in 8 warps), then
+#   1.010; 4096 x 8192 1.006 (0.999), then 1.008; bfloat16 4096 x 16384 1.003 (0.981), then 1.009;
+#   16384 x 8192 1.004 (0.988), then 0.999; float32 4096 x 8192 1.000 (0.982, the row held in 16
+#   warps and read again), then 1.001; 16384 x 8192 0.999 (0.984), then 0.998. One loss: bfloat16
+#   4096 x 8192, where the row held in 8 warps stays ahead (1.004 then, 1.008 against 0.993 now).
+# - float32, tiles of 2048 columns: layer norm 16384 x 5120 in 16 warps 1.000 (0.981, 8 warps),
+#   then 1.000; at 4096 x 4096 in 8 warps layer norm 0.998 (0.987, the row held in 16 warps and
+#   read again), then 1.000, RMS norm 1.009 (0.995), then 1.005. With 16384 rows of 4096 columns
+#   they lose 0.5% to the held row: layer norm 0.990 against 0.995, RMS norm 0.992 against 0.997.
 # On that H100 two full records of the same code moved 0.5% or less from each other at nine
-# memory-bound calls in ten, so gains of 1-2% are not noise.
+# memory-bound calls in ten.
 FWD_BY_GPU = {
     "NVIDIA H100 80GB HBM3": {
         (2, False): {8192: (4096, 16), 16384: (4096, 16)},
