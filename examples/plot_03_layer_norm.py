@@ -561,9 +561,11 @@ if not versus_tables:
 # (2026-12-05). The H100 now takes its own configuration for the lengths where it was measured
 # to gain (``FWD_BY_GPU``, keyed by the GPU's name). In that first recording our default trailed
 # ``torch.compile`` in 22 of the 36 cases, by up to 2.3% (layer norm, float16, 4096 × 16384,
-# 0.977; 0.999 now). One entry costs a case: bfloat16 4096 × 8192 runs 1.5% slower than with the
-# row held, where float16 of the same shape gains. The choice goes by element size, which the two
-# types share. Inductor avoids the question by timing its candidates on the GPU at hand.
+# 0.977; 0.999 now). Two cases pay for it. Bfloat16 4096 × 8192 runs 1.5% slower than with the
+# row held, where float16 of the same shape gains; the choice goes by element size, which the two
+# types share. Float32 rows of 4096 columns gained 1.1-1.5% at 4096 rows in the two runs before
+# the change, and lose 0.5% at 16384 rows.
+# Inductor avoids the question by timing its candidates on the GPU at hand.
 #
 # Rows of 1024 columns or fewer are short work for a program, and their timings scatter more:
 # at float32 4096 × 1024 (layer norm) the fastest configuration is the default itself, timed a
