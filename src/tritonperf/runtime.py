@@ -119,7 +119,7 @@ def sm_count(device: torch.device | str | None = None) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-@functools.cache  # asked on every launch of the norm forward, and fixed per device
+@functools.cache  # fixed per device
 def device_name(device: torch.device | str | None = None) -> str | None:
     """The name of a CUDA device (the current one by default), as ``torch.cuda.get_device_name``
     gives it; None in interpreter mode and for a CPU device."""

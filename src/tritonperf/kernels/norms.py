@@ -1361,11 +1361,12 @@ def norm_config(
     Plain heuristics from the shape and the device (no autotuning, so no tuning runs and the same
     choice in interpreter mode): the tables ``FWD_CONFIGS`` and ``BWD_CONFIGS`` (then ``BWD_WIDE`` up
     to ``BWD_WIDE_N`` columns), with ``FWD_FLOAT32_CONFIGS`` and ``BWD_FLOAT32_CONFIGS`` first for
-    float32, when rows fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also streams rows that would fill
-    little of their register block (``FWD_STREAMED``; ``FWD_STREAMED_FULL`` names lengths streamed
-    though they fill it, ``FWD_BY_GPU`` those streamed on one GPU by its name) and holds float32 rows of ``FWD_FLOAT32_LONG``
-    columns. The forward launches one program per tile (a row, on the tiled path) unless
-    ``programs`` asks for a persistent grid. The backward's grid is persistent: ``programs``
+    float32, when rows fit in registers, ``FWD_TILED`` / ``BWD_TILED`` above. The forward also
+    streams rows that would fill little of their register block (``FWD_STREAMED``;
+    ``FWD_STREAMED_FULL`` names lengths streamed though they fill it, ``FWD_BY_GPU`` those streamed
+    on one GPU, by its name) and holds float32 rows of ``FWD_FLOAT32_LONG`` columns. The forward
+    launches one program per tile (a row, on the tiled path) unless ``programs`` asks for a
+    persistent grid. The backward's grid is persistent: ``programs``
     defaults to ``BWD_PROGRAMS_PER_SM`` programs per SM, never more than there are tiles. The tiled
     backward's ``programs`` counts row groups per column tile, by default enough for
     ``TILED_BWD_WAVES`` full waves of ``per_sm`` programs per SM (the launcher measures it with
