@@ -345,8 +345,9 @@ for size, (block_m, block_n, warps) in PAIR_CONFIGS.items():
 # The gain is small. On an H200 (triton 3.6, torch 2.11, 2026-12-02), timed against step 4 in
 # the same process, interleaved, twice: 1.3-2.1% in float16 from 4096² to 12288 × 5120, 0.2% at
 # 16384², and under 1% in float32. In the recorded H100 results (same versions, 2026-12-07, one
-# measurement per cell, not interleaved), step 6 is 0.1-4.6% ahead of step 4 in float16 and
-# 0.0-0.2% ahead in float32. The tiles were chosen by a sweep on the H200:
+# measurement per cell, not interleaved), step 6 is 0.4-3.7% ahead of step 4 in float16; in
+# float32 it is between 0.6% behind and 0.2% ahead, within the run's noise. The tiles were
+# chosen by a sweep on the H200:
 #
 # .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
 #    :start-at: # Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps) of the pair kernel
@@ -548,7 +549,7 @@ for doc, live in results:
 #   arithmetic it saves; the ratios above show how it fares in the results on this page.
 # * **Step 6** moves 2 × 2 blocks as pairs of elements packed in wider integers, on shapes with
 #   even dimensions: 1-2% in float16 and less in float32 in the H200 run quoted above, and
-#   0.1-4.6% in float16 in the H100 record.
+#   0.4-3.7% in float16 in the H100 record.
 # * **tritonperf** is the step-6 kernel where it can run and the step-4 kernel elsewhere (the
 #   odd shape); with ``AUTO_TMA_SIZES`` empty, ``method="auto"`` never picks the descriptor
 #   kernel. Its bars differ from those of the step it runs only by the noise of the measurement.
