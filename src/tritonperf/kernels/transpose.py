@@ -26,7 +26,7 @@ from .._intmath import cdiv, next_power_of_2
 # A dtype is moved as integers of the same width: element size in bytes -> integer dtype.
 BITS_DTYPES: dict[int, torch.dtype] = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
-METHODS = ("auto", "tiles", "pairs", "tma")
+METHODS = ("auto", "tiles", "pairs", "tma", "realign")
 
 
 # -- reference -----------------------------------------------------------------------------------
@@ -174,6 +174,74 @@ def transpose_kernel(
                       BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64, PAIR_BITS)
 
 
+
+@triton.jit
+def move_realigned_tile(
+    x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m, tiles_n,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, GROUP_M: tl.constexpr, INT64: tl.constexpr,
+):
+    """Move one tile of x[b] into y[b] = x[b].T in whole 16-byte vectors (VEC elements), on rows at any offset.
+
+    y is treated as one flat array of batch * N rows of M elements. Row g of it gets, from this
+    tile, the BLOCK_M - VEC elements from the vector boundary at or before g * M + m0; the tile reads
+    BLOCK_M rows of x from m0 - VEC, each from the vector boundary at or before its element n0, and
+    shifts every row, read and written, by its own offset from that boundary with tl.gather (within
+    a warp: shuffles). Tiles overlap by VEC rows and columns. Vectors that hold the end of one row
+    of y and the start of the next are left out; the tiles with pid_m = 0 write them element by element.
+    """
+    b, pid_m, pid_n = tile_coordinates(tile_id, tiles_m, tiles_n, GROUP_M)
+    i = tl.arange(0, BLOCK_M)
+    j = tl.arange(0, BLOCK_N)
+    if INT64:
+        b = b.to(tl.int64)
+        pid_m = pid_m.to(tl.int64)
+        pid_n = pid_n.to(tl.int64)
+    m0 = pid_m * (BLOCK_M - VEC)
+    n0 = pid_n * (BLOCK_N - VEC)
+    rows = m0 - VEC + i  # rows of x read: the columns of y written, and VEC before them
+    start = b * stride_xb + rows * stride_xm + n0
+    aligned_start = (start // VEC) * VEC
+    src = aligned_start[:, None] + j[None, :]
+    x_end = x_vectors * VEC  # a multiple of VEC the compiler can see: the mask is whole vectors
+    tile = tl.load(x_ptr + src, mask=((rows >= 0) & (rows < M))[:, None] & (src < x_end))
+    shift = tl.minimum(tl.maximum(j[None, :] + (start - aligned_start)[:, None], 0), BLOCK_N - 1)
+    tile = tl.gather(tile, shift, axis=1)  # tile[r, j] = x[b, m0 - VEC + r, n0 + j]
+    cols = n0 + j  # columns of x: rows of y
+    g = b * N + cols  # rows of the flat y
+    first = g * M  # flat offset of the start of row g
+    out = ((first + m0) // VEC) * VEC
+    lag = first + m0 - out  # 0 <= lag < VEC
+    shift = tl.minimum(i[None, :] + VEC - lag[:, None], BLOCK_M - 1)
+    out_tile = tl.gather(tl.trans(tile), shift, axis=1)  # out_tile[j, i] = x[b, m0 - lag + i, n0 + j]
+    vector = out[:, None] + ((i // VEC) * VEC)[None, :]  # each element's vector: the mask keeps or drops whole ones
+    keep = ((vector >= first[:, None]) & (vector + VEC <= first[:, None] + M) & (i < BLOCK_M - VEC)[None, :]
+            & ((j < BLOCK_N - VEC) & (cols < N))[:, None])
+    tl.store(y_ptr + out[:, None] + i[None, :], out_tile, mask=keep)
+    if pid_m == 0:
+        # The vector around the start of each row g (and, for cols == N, around the end of the
+        # matrix), element by element: each element's own row and column of x.
+        flat = ((first // VEC) * VEC)[:, None] + tl.arange(0, VEC)[None, :]
+        g_of = flat // M
+        b_of = g_of // N
+        edge = ((j < BLOCK_N - VEC) & (cols <= N))[:, None] & (flat < y_total)
+        values = tl.load(x_ptr + b_of * stride_xb + (flat - g_of * M) * stride_xm + (g_of - b_of * N), mask=edge)
+        tl.store(y_ptr + flat, values, mask=edge)
+
+
+@triton.jit
+def transpose_realigned_kernel(
+    x_ptr, y_ptr, M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m, tiles_n, n_tiles,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, GROUP_M: tl.constexpr, INT64: tl.constexpr,
+    PERSISTENT: tl.constexpr,
+):
+    if PERSISTENT:
+        for tile_id in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
+            move_realigned_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m,
+                                tiles_n, BLOCK_M, BLOCK_N, VEC, GROUP_M, INT64)
+    else:
+        move_realigned_tile(x_ptr, y_ptr, tl.program_id(0), M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m,
+                            tiles_n, BLOCK_M, BLOCK_N, VEC, GROUP_M, INT64)
+
 @triton.jit
 def move_tile_tma(x_desc, y_desc, tile_id, tiles_m, tiles_n,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, BATCHED: tl.constexpr):
@@ -279,6 +347,10 @@ MIN_TILES_PER_SM = 8
 # day, another process, two interleaved rounds): float16 +1.3 to +2.1% at 4096 x 4096, 8192 x 8192
 # and 12288 x 5120, +0.2% at 16384 x 16384; float32 +0.0 to +0.9%.
 PAIR_CONFIGS: dict[int, tuple[int, int, int]] = {2: (128, 128, 4), 4: (64, 64, 8)}
+# Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps) of the realigning kernel (method="realign"),
+# whose tiles overlap by 16 bytes a side. Not yet timed: 16 KiB tiles whose sm_90 code (triton 3.6,
+# ptxas 13.0) keeps 62-72 registers a thread without spilling in 2- and 4-byte elements.
+REALIGN_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (128, 64, 8), 4: (64, 64, 8), 8: (64, 32, 4)}
 # Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
 # (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
 # Empty: on an H200 (triton 3.6) the descriptor kernel was slower than the pointer kernel at
@@ -356,6 +428,15 @@ def _pairs_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
     return None
 
 
+def _realign_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
+    """Why the realigning kernel cannot move ``xb`` into ``yb``, or None when it can (``yb=None`` as in :func:`_tma_obstacle`)."""
+    if xb.stride(2) != 1:
+        return "the input's last dimension must be contiguous (stride 1)"
+    if xb.data_ptr() % 16 or (yb is not None and yb.data_ptr() % 16):
+        return "input and output must start at 16-byte aligned addresses"
+    return None
+
+
 def _rows_aligned(xb: torch.Tensor, yb: torch.Tensor) -> bool:
     """Whether every row of ``xb`` and of ``yb`` (both ``(batch, rows, cols)``) starts at a 16-byte multiple."""
     size = xb.element_size()
@@ -367,7 +448,7 @@ def _rows_aligned(xb: torch.Tensor, yb: torch.Tensor) -> bool:
 
 
 def _resolve_method(method: str, xb: torch.Tensor, yb: torch.Tensor | None) -> str:
-    obstacles = {"tma": _tma_obstacle, "pairs": _pairs_obstacle}
+    obstacles = {"tma": _tma_obstacle, "pairs": _pairs_obstacle, "realign": _realign_obstacle}
     if method in obstacles:
         if (obstacle := obstacles[method](xb, yb)) is not None:
             raise ValueError(f"method={method!r} cannot be used here: {obstacle}; use method='tiles' or 'auto'")
@@ -503,6 +584,8 @@ def transpose(
     method = _resolve_method(method, xb, yb)
     size = x.element_size()
 
+    if method == "realign":
+        return _transpose_realigned(xb, yb, block_m, block_n, group_m, num_warps, programs_per_sm, num_stages, out)
     if method == "tma":
         table = TMA_CONFIGS
     elif method == "pairs":
@@ -555,6 +638,41 @@ def transpose(
         xb, yb, M, N, sb, sm, sn, tiles_m, tiles_n, n_tiles,
         BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group, MASKED=bool(M % bm or N % bn),
         INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, PAIR_BITS=pair_bits, **options,
+    )
+    return out
+
+
+def _transpose_realigned(
+    xb: torch.Tensor, yb: torch.Tensor, block_m: int | None, block_n: int | None, group_m: int | None,
+    num_warps: int | None, programs_per_sm: int | None, num_stages: int | None, out: torch.Tensor,
+) -> torch.Tensor:
+    """Launch transpose_realigned_kernel on ``xb`` (batch, M, N) into ``yb`` (batch, N, M), both as integers."""
+    batch, M, N = xb.shape
+    size = xb.element_size()
+    vec = 16 // size
+    bm, bn, nw = REALIGN_CONFIGS[size]
+    bm, bn, nw = block_m or bm, block_n or bn, num_warps or nw
+    if min(bm, bn) < 2 * vec:
+        raise ValueError(f"method='realign' tiles overlap by 16 bytes a side: block_m and block_n must be at least "
+                         f"{2 * vec} for {size}-byte elements, got {bm} and {bn}")
+    if bm * bn > _MAX_TILE_ELEMENTS:
+        raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
+    # Tiles step by BLOCK - vec; the last column of tiles also covers the vector at the end of y.
+    tiles_m, tiles_n = cdiv(M + vec, bm - vec), cdiv(N + 1, bn - vec)
+    n_tiles = batch * tiles_m * tiles_n
+    if n_tiles > _MAX_PROGRAMS:
+        raise ValueError(f"{n_tiles} tiles exceed the grid's limit of 2**31 - 1; use larger blocks")
+    sb, sm, _ = xb.stride()
+    last = (batch - 1) * sb + (M - 1) * sm + N - 1  # offset of x's last element
+    x_reach = (batch - 1) * sb + (tiles_m * bm) * sm + tiles_n * bn + vec
+    y_reach = (batch * N + tiles_n * bn) * M + tiles_m * bm + vec
+    persistent = programs_per_sm is not None
+    grid = (min(n_tiles, runtime.sm_count(xb.device) * programs_per_sm) if persistent else n_tiles,)
+    transpose_realigned_kernel[grid](
+        xb, yb, M, N, sb, sm, cdiv(last + 1, vec), batch * N * M, tiles_m, tiles_n, n_tiles,
+        BLOCK_M=bm, BLOCK_N=bn, VEC=vec, GROUP_M=group_m or DEFAULT_GROUP_M,
+        INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent,
+        num_warps=nw, **({"num_stages": num_stages} if num_stages else {}),
     )
     return out
 
