@@ -229,7 +229,7 @@ def test_knobs(block_m, block_n, group_m, num_warps, device):
     check(random_input((130, 70), torch.float32, device), block_m=block_m, block_n=block_n, group_m=group_m, num_warps=num_warps)
 
 
-@pytest.mark.parametrize("method", ["tiles", "pairs", "tma"])
+@pytest.mark.parametrize("method", ["tiles", "pairs", "tma", "realign"])
 @pytest.mark.parametrize("programs_per_sm, num_stages", [(1, None), (2, 2), (1000, None)])
 def test_persistent_grid(method, programs_per_sm, num_stages, device):
     # 3 matrices of 3 x 2 tiles = 18 tiles. In the interpreter a persistent grid assumes 4 SMs, so
@@ -363,6 +363,72 @@ def test_pair_kernel_refuses_what_it_cannot_do(case, match, device):
     with pytest.raises(ValueError, match=f"method='pairs' cannot be used here: {match}"):
         transpose(x, method="pairs")
     check(x)  # method="auto" still handles it, with the pointer kernel
+
+
+# -- the realigning kernel -----------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [
+    (1, 1),  # a single element: its vector holds the start and the end of y
+    (7, 9),  # rows of y shorter than a vector of 1-, 2- and 4-byte elements
+    (61, 37),  # rows at every offset from a vector boundary, on both sides
+    (64, 64),  # rows at 16-byte multiples: no shift at all
+    (130, 70),  # partial tiles
+    (3, 33, 17),  # a batch: vectors across the end of one matrix and the start of the next
+])
+def test_realigning_kernel(shape, dtype, device):
+    check(random_input(shape, dtype, device), method="realign")
+
+
+def test_realigning_kernel_with_knobs_and_strides(device, monkeypatch):
+    x = random_input((130, 200), torch.float16, device)
+    check(x[:, :187], method="realign")  # rows padded in memory: the reads run past each row's end
+    check(x[:, 8:197], method="realign")  # a start 16 bytes in
+    check(x, method="realign", block_m=16, block_n=16, num_warps=1)  # the smallest tile: one useful vector a side
+    check(x[:, :187], method="realign", block_m=32, block_n=64, group_m=3, num_warps=2)
+    batch = random_input((5, 70, 61), torch.float32, device)
+    check(batch[::2], method="realign")  # matrices apart in memory
+    check(batch[:, :, :59], method="realign")
+    monkeypatch.setattr(tp, "_INT32_LIMIT", 100)  # the 64-bit offsets branch, in the interpreter too
+    check(batch, method="realign")
+    check(random_input((37, 53), torch.int8, device), method="realign")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    batch=st.integers(1, 3), m=st.integers(1, 120), n=st.integers(1, 120), size_log2=st.integers(0, 3),
+    block_m_extra=st.integers(0, 2), block_n_extra=st.integers(0, 2), group_m=st.integers(0, 9),
+)
+def test_property_realigning_kernel_any_shape_any_tile(batch, m, n, size_log2, block_m_extra, block_n_extra, group_m):
+    dtype = BITS_DTYPES[1 << size_log2]
+    vec = 16 >> size_log2
+    x = random_input((batch, m, n), dtype, runtime.default_device())
+    check(x, method="realign", block_m=2 * vec << block_m_extra, block_n=2 * vec << block_n_extra, group_m=group_m or None)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("strided-columns", "the input's last dimension must be contiguous"),
+    ("unaligned-input", "input and output must start at 16-byte aligned addresses"),
+    ("unaligned-output", "input and output must start at 16-byte aligned addresses"),
+])
+def test_realigning_kernel_refuses_what_it_cannot_do(case, match, device):
+    x = {
+        "strided-columns": lambda: random_input((48, 192), torch.float32, device)[:, ::2],
+        "unaligned-input": lambda: random_input((48, 98), torch.float32, device)[:, 1:97],
+        "unaligned-output": lambda: random_input((48, 96), torch.float32, device),
+    }[case]()
+    out = None
+    if case == "unaligned-output":
+        out = torch.empty(96 * 48 + 1, dtype=x.dtype, device=device)[1:].view(96, 48)
+    with pytest.raises(ValueError, match=f"method='realign' cannot be used here: {match}"):
+        transpose(x, out, method="realign")
+    check(x)  # method="auto" still handles it, with the pointer kernel
+
+
+@pytest.mark.parametrize("dtype, block_m, block_n", [(torch.float32, 4, 64), (torch.float16, 64, 8), (torch.int8, 16, 16)])
+def test_realigning_kernel_rejects_tiles_without_room_past_the_overlap(dtype, block_m, block_n, device):
+    vec = 16 // torch.empty((), dtype=dtype).element_size()
+    with pytest.raises(ValueError, match=f"block_m and block_n must be at least {2 * vec} for"):
+        transpose(random_input((64, 64), dtype, device), method="realign", block_m=block_m, block_n=block_n)
 
 
 # -- empty tensors -------------------------------------------------------------------------------
@@ -508,14 +574,15 @@ def test_bench_suite_is_well_formed():
     assert {"tritonperf", "torch", "torch.compile"} <= set(spec.variants)
     steps = sorted(v for v in spec.variants if v.startswith("step-"))
     assert steps == ["step-1-row-per-program", "step-2-coalesced-writes", "step-3-tiles", "step-4-tuned", "step-5-tma",
-                     "step-6-pairs"]
+                     "step-6-pairs", "step-7-realign"]
     assert spec.nbytes({"M": 4096, "N": 4096}, torch.float16) == 2 * 2 * 4096 * 4096
 
 
 @pytest.mark.parametrize("quick", [False, True])
-def test_bench_tma_and_pair_steps_only_where_they_run(quick):
+def test_bench_tma_pair_and_realign_steps_only_where_they_run(quick):
     # method="tma" refuses rows that are not 16-byte multiples and method="pairs" odd dimensions,
-    # so the suite must not run them there; every other variant runs on every shape.
+    # so the suite must not run them there; method="realign" is measured only where rows are not
+    # 16-byte multiples, its reason to exist. Every other variant runs on every shape.
     (spec,) = suite.specs()
     cases = spec.cases(quick=quick)
     for dtype in spec.dtypes:
@@ -524,10 +591,11 @@ def test_bench_tma_and_pair_steps_only_where_they_run(quick):
             ran = {variant for d, s, variant in cases if d == dtype and s == shape}
             aligned = shape["M"] * size % 16 == 0 and shape["N"] * size % 16 == 0
             even = shape["M"] % 2 == 0 and shape["N"] % 2 == 0
-            skipped = ({"step-5-tma"} if not aligned else set()) | ({"step-6-pairs"} if not even else set())
+            skipped = ({"step-5-tma"} if not aligned else {"step-7-realign"}) | ({"step-6-pairs"} if not even else set())
             assert ran == set(spec.variants) - skipped, (shape, dtype)
     # The suite's shapes include both kinds, so the test cannot pass vacuously.
     assert any(v == "step-5-tma" for _, _, v in cases) and any(v == "step-6-pairs" for _, _, v in cases)
+    assert any(v == "step-7-realign" for _, _, v in cases)
     assert len(cases) < len(spec.dtypes) * len(spec.quick_shapes if quick else spec.shapes) * len(spec.variants)
 
 

@@ -44,11 +44,13 @@ def pairs_fit(shape: Shape, dtype: torch.dtype) -> bool:
 
 
 def applies(variant: str, shape: Shape, dtype: torch.dtype) -> bool:
-    """Steps 5 and 6 run only where their kernels can; every other variant runs everywhere."""
+    """Steps 5 and 6 run only where their kernels can, step 7 only where rows are not 16-byte multiples; the rest everywhere."""
     if variant == "step-5-tma":
         return tma_fits(shape, dtype)
     if variant == "step-6-pairs":
         return pairs_fit(shape, dtype)
+    if variant == "step-7-realign":
+        return not tma_fits(shape, dtype)
     return True
 
 
@@ -74,6 +76,7 @@ def specs() -> list[BenchSpec]:
                 "step-4-tuned": lambda x, out: transpose(x, out, method="tiles"),
                 "step-5-tma": lambda x, out: transpose(x, out, method="tma"),
                 "step-6-pairs": lambda x, out: transpose(x, out, method="pairs"),
+                "step-7-realign": lambda x, out: transpose(x, out, method="realign"),
             },
             applies=applies,
             nbytes=lambda shape, dtype: transpose_bytes(shape["M"], shape["N"], dtype),
