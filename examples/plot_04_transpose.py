@@ -37,6 +37,7 @@ from tritonperf.bench.suites.transpose import SHAPES, pairs_fit, tma_fits
 from tritonperf.kernels.transpose import (
     AUTO_TMA_SIZES,
     PAIR_CONFIGS,
+    REALIGN_CONFIGS,
     TILE_CONFIGS,
     UNALIGNED_TILE_CONFIGS,
     transpose,
@@ -378,6 +379,48 @@ else:
               f"{asm.count(ptx, asm.WIDE_GLOBAL_STORE)} 16-byte global loads + stores per thread")
 
 # %%
+# Step 7: whole vectors on rows at any offset
+# -------------------------------------------
+# On the odd shape, 8191 × 4097, no row of ``x`` or of ``y`` starts at a 16-byte multiple, so step
+# 4 loads and stores one element per instruction there: a 16-bit element moves 2 bytes at a time,
+# where an aligned row moves 16. The bytes that memory serves are the same; the instructions and
+# the requests to the L1 cache are eight times as many. In both GPUs' recorded runs, float16 at
+# the odd shape is where ``tritonperf`` stays furthest from the copy ceiling.
+#
+# A row at any offset still lies inside whole 16-byte vectors, give or take one at each end. Step
+# 7 reads, for every row of its tile, the ``BLOCK_N`` elements from the vector boundary at or
+# before its first column, so every load is a whole aligned vector, and shifts each row left by
+# its own offset from that boundary with ``tl.gather``: within a warp, the compiler turns that into
+# shuffles between threads. The last ``VEC`` columns (one vector: 8 elements of 16 bits) may then
+# hold garbage, so tiles overlap by one vector and each keeps ``BLOCK_N - VEC`` columns. The
+# writes get the same treatment after ``tl.trans``: each row of ``y`` is written from the vector
+# boundary at or before the tile's first column, with a second gather that shifts each row right.
+# One vector per row of ``y`` is left: the one that holds the end of that row and the start of the
+# next. The tiles of the first tile row write those element by element, a few bytes per row:
+#
+# .. literalinclude:: ../../src/tritonperf/kernels/transpose.py
+#    :pyobject: move_realigned_tile
+#
+# The rows of ``x`` and ``y`` may start anywhere; the two tensors must start at 16-byte aligned
+# addresses (as every tensor that PyTorch allocates does) and the last dimension of ``x`` must be
+# contiguous. ``method="realign"`` asks for it:
+
+for dtype in (torch.float32, torch.float16, torch.float64):
+    check(transpose, dtype=dtype, shape=runtime.pick(gpu=(8191, 4097), cpu=(61, 37)), method="realign")
+try:
+    transpose(random_tensor((48, 98), torch.float32, DEVICE)[:, 1:97], method="realign")
+except ValueError as err:
+    print("ValueError:", err)
+for size, (block_m, block_n, warps) in REALIGN_CONFIGS.items():
+    vec = 16 // size
+    print(f"{size}-byte elements: tiles of {block_m} x {block_n} read, {block_m - vec} x {block_n - vec} kept, "
+          f"in {warps} warps")
+
+# %%
+# Its bars are ``step-7-realign``, measured only on the shapes whose rows are not 16-byte
+# multiples. ``method="auto"`` does not take it until a recorded run shows it ahead of step 4.
+#
+# %%
 # What ``method="auto"`` runs
 # ---------------------------
 # Pairs where they can run, pointer tiles everywhere else (and tensor descriptors for the element
@@ -450,8 +493,9 @@ except ValueError as err:
 # compiled for each shape, the ``step-`` variants are the kernels above, and ``tritonperf`` is
 # ``transpose`` with ``method="auto"``. ``step-5-tma`` is ``method="tma"``, measured only on
 # shapes whose rows are 16-byte multiples, and ``step-6-pairs`` is ``method="pairs"``, measured
-# only on shapes with even dimensions; elsewhere they have no bar. Results recorded before step 6
-# existed have no bars for it, and their ``tritonperf`` bars are step 4's. The bars show GB/s
+# only on shapes with even dimensions; elsewhere they have no bar. ``step-7-realign`` is
+# ``method="realign"``, measured only where rows are not 16-byte multiples. Results recorded before
+# step 6 or step 7 existed have no bars for them, and their ``tritonperf`` bars are step 4's. The bars show GB/s
 # (bytes read plus bytes written, per second); the dashed line is the copy ceiling of the same run.
 
 def variant_rank(variant: str) -> tuple[int, str]:
@@ -550,6 +594,9 @@ for doc, live in results:
 # * **Step 6** moves 2 × 2 blocks as pairs of elements packed in wider integers, on shapes with
 #   even dimensions: 1-2% in float16 and less in float32 in the H200 run quoted above, and
 #   0.4-3.7% in float16 in the H100 record.
+# * **Step 7** loads and stores whole 16-byte vectors on the odd shape, at the price of two
+#   shuffles per element and tiles that overlap by one vector a side. Where it has bars, compare
+#   them with step 4's at the odd shape.
 # * **tritonperf** is the step-6 kernel where it can run and the step-4 kernel elsewhere (the
 #   odd shape); with ``AUTO_TMA_SIZES`` empty, ``method="auto"`` never picks the descriptor
 #   kernel. Its bars differ from those of the step it runs only by the noise of the measurement.
