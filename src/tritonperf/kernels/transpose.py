@@ -521,12 +521,15 @@ def transpose(
         method: ``"tiles"`` (the pointer kernel), ``"pairs"`` (the pointer kernel moving 2- or
             4-byte elements two at a time: even dimensions, contiguous last dimension, rows that
             start at whole pairs), ``"tma"`` (tensor descriptors: compute capability ≥ 9.0,
-            contiguous last dimension, 16-byte aligned rows on both sides), or ``"auto"``, which
+            contiguous last dimension, 16-byte aligned rows on both sides), ``"realign"`` (whole
+            16-byte vectors on rows that start at any offset: contiguous last dimension, both
+            tensors at 16-byte aligned addresses; opt-in, not yet timed), or ``"auto"``, which
             takes ``"tma"`` where it can run for the element sizes in ``AUTO_TMA_SIZES`` (none at
             present), else ``"pairs"`` where it can run, else ``"tiles"`` (see :func:`transpose_method`).
         block_m, block_n: tile shape (rows, columns of ``x``, in elements), powers of two, at
-            least 2 for ``"pairs"``; chosen from the method and the element size, and for
-            ``"tiles"`` from whether every row starts at a 16-byte multiple, when omitted.
+            least 2 for ``"pairs"`` and two 16-byte vectors for ``"realign"``; chosen from the
+            method and the element size, and for ``"tiles"`` from whether every row starts at a
+            16-byte multiple, when omitted.
             With both ``block_n`` and ``num_warps`` omitted, a matrix of few tiles (fewer than
             ``MIN_TILES_PER_SM`` per SM) takes the pointer kernel's tiles half as wide, in half the warps,
             where they have 8 warps or more.
@@ -543,8 +546,8 @@ def transpose(
     Raises:
         TypeError: a non-tensor argument or an unsupported dtype.
         ValueError: rank below 2, a mismatched or non-contiguous ``out``, ``out`` sharing memory
-            with ``x``, a CPU tensor outside interpreter mode, a bad knob, or ``method="tma"`` or
-            ``"pairs"`` where that kernel cannot run (the message says why).
+            with ``x``, a CPU tensor outside interpreter mode, a bad knob, or ``method="tma"``,
+            ``"pairs"`` or ``"realign"`` where that kernel cannot run (the message says why).
     """
     validation.check_tensor("x", x)
     if x.layout != torch.strided:
