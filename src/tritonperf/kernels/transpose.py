@@ -174,7 +174,6 @@ def transpose_kernel(
                       BLOCK_M, BLOCK_N, GROUP_M, MASKED, INT64, PAIR_BITS)
 
 
-
 @triton.jit
 def move_realigned_tile(
     x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m, tiles_n,
@@ -241,6 +240,7 @@ def transpose_realigned_kernel(
     else:
         move_realigned_tile(x_ptr, y_ptr, tl.program_id(0), M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m,
                             tiles_n, BLOCK_M, BLOCK_N, VEC, GROUP_M, INT64)
+
 
 @triton.jit
 def move_tile_tma(x_desc, y_desc, tile_id, tiles_m, tiles_n,
