@@ -595,7 +595,7 @@ for doc, live in results:
 #   even dimensions: 1-2% in float16 and less in float32 in the H200 run quoted above, and
 #   0.4-3.7% in float16 in the H100 record.
 # * **Step 7** loads and stores whole 16-byte vectors on the odd shape, at the price of two
-#   shuffles per element and tiles that overlap by one vector a side. Where it has bars, compare
+#   gathers (warp shuffles) per tile and tiles that overlap by one vector a side. Where it has bars, compare
 #   them with step 4's at the odd shape.
 # * **tritonperf** is the step-6 kernel where it can run and the step-4 kernel elsewhere (the
 #   odd shape); with ``AUTO_TMA_SIZES`` empty, ``method="auto"`` never picks the descriptor

@@ -349,7 +349,7 @@ MIN_TILES_PER_SM = 8
 PAIR_CONFIGS: dict[int, tuple[int, int, int]] = {2: (128, 128, 4), 4: (64, 64, 8)}
 # Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps) of the realigning kernel (method="realign"),
 # whose tiles overlap by 16 bytes a side. Not yet timed: 16 KiB tiles whose sm_90 code (triton 3.6,
-# ptxas 13.0) keeps 62-72 registers a thread without spilling in 2- and 4-byte elements.
+# ptxas 13.0) keeps 62 (2-byte) and 64 (4-byte) registers a thread without spilling.
 REALIGN_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (128, 64, 8), 4: (64, 64, 8), 8: (64, 32, 4)}
 # Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
 # (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
@@ -389,6 +389,19 @@ def _check_power_of_two(name: str, value: int | None, upper: int) -> None:
         raise ValueError(f"{name} must be a power of two between 1 and {upper}, got {value!r}")
 
 
+def _realign_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
+    """Why the realigning kernel cannot move ``xb`` into ``yb``, or None when it can.
+
+    ``yb=None`` stands for an output the launcher allocates itself (always aligned). The
+    tensor-descriptor kernel needs the same two things, and more (:func:`_tma_obstacle`).
+    """
+    if xb.stride(2) != 1:
+        return "the input's last dimension must be contiguous (stride 1)"
+    if xb.data_ptr() % 16 or (yb is not None and yb.data_ptr() % 16):
+        return "input and output must start at 16-byte aligned addresses"
+    return None
+
+
 def _tma_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
     """Why the tensor-descriptor kernel cannot move ``xb`` into ``yb``, or None when it can.
 
@@ -397,10 +410,8 @@ def _tma_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
     if runtime.MODE == "gpu" and torch.cuda.get_device_capability(xb.device)[0] < 9:
         return "tensor descriptors (TMA) need a GPU of compute capability 9.0 (Hopper) or newer"
     size = xb.element_size()
-    if xb.stride(2) != 1:
-        return "the input's last dimension must be contiguous (stride 1)"
-    if xb.data_ptr() % 16 or (yb is not None and yb.data_ptr() % 16):
-        return "input and output must start at 16-byte aligned addresses"
+    if (obstacle := _realign_obstacle(xb, yb)) is not None:  # a contiguous last dimension, aligned tensors
+        return obstacle
     strides = [xb.stride(1)] + ([xb.stride(0)] if xb.shape[0] > 1 else [])
     if any(s == 0 or s * size % 16 for s in strides):
         return f"every input row must start at a 16-byte multiple (row stride {xb.stride(1)} x {size} bytes)"
@@ -425,15 +436,6 @@ def _pairs_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
         return f"every input matrix must start at a whole pair of elements (matrix stride {xb.stride(0)})"
     if xb.data_ptr() % (2 * size) or (yb is not None and yb.data_ptr() % (2 * size)):
         return f"input and output must start at {2 * size}-byte aligned addresses"
-    return None
-
-
-def _realign_obstacle(xb: torch.Tensor, yb: torch.Tensor | None) -> str | None:
-    """Why the realigning kernel cannot move ``xb`` into ``yb``, or None when it can (``yb=None`` as in :func:`_tma_obstacle`)."""
-    if xb.stride(2) != 1:
-        return "the input's last dimension must be contiguous (stride 1)"
-    if xb.data_ptr() % 16 or (yb is not None and yb.data_ptr() % 16):
-        return "input and output must start at 16-byte aligned addresses"
     return None
 
 
@@ -587,24 +589,33 @@ def transpose(
     method = _resolve_method(method, xb, yb)
     size = x.element_size()
 
-    if method == "realign":
-        return _transpose_realigned(xb, yb, block_m, block_n, group_m, num_warps, programs_per_sm, num_stages, out)
-    if method == "tma":
-        table = TMA_CONFIGS
-    elif method == "pairs":
-        table = PAIR_CONFIGS
-    else:
-        table = TILE_CONFIGS if _rows_aligned(xb, yb) else TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
+    vec = 16 // size  # elements a 16-byte vector holds
     group = group_m or DEFAULT_GROUP_M
-    min_tiles = MIN_TILES_PER_SM * runtime.sm_count(x.device) if method == "tiles" else 0
-    bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps, batch, min_tiles)
+    if method == "realign":  # its tiles keep the table's size on small matrices: they overlap by a vector
+        bm, bn, nw = REALIGN_CONFIGS[size]
+        bm, bn, nw = block_m or bm, block_n or bn, num_warps or nw
+    else:
+        if method == "tma":
+            table = TMA_CONFIGS
+        elif method == "pairs":
+            table = PAIR_CONFIGS
+        else:
+            table = TILE_CONFIGS if _rows_aligned(xb, yb) else TILE_CONFIGS | UNALIGNED_TILE_CONFIGS
+        min_tiles = MIN_TILES_PER_SM * runtime.sm_count(x.device) if method == "tiles" else 0
+        bm, bn, nw = _config(table, M, N, size, block_m, block_n, num_warps, batch, min_tiles)
     if bm * bn > _MAX_TILE_ELEMENTS:
         raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
     if method == "pairs" and min(bm, bn) < 2:
         raise ValueError(f"method='pairs' moves 2 x 2 blocks: block_m and block_n must be at least 2, got {bm} and {bn}")
     if method == "tma" and min(bm, bn) * size < 16:
         raise ValueError(f"tensor-descriptor tiles need at least 16 bytes a side; got {bm} x {bn} of {size}-byte elements")
-    tiles_m, tiles_n = cdiv(M, bm), cdiv(N, bn)
+    if method == "realign" and min(bm, bn) < 2 * vec:
+        raise ValueError(f"method='realign' tiles overlap by 16 bytes a side: block_m and block_n must be at least "
+                         f"{2 * vec} for {size}-byte elements, got {bm} and {bn}")
+    if method == "realign":  # tiles step by BLOCK - vec; the last column of tiles also covers the vector at y's end
+        tiles_m, tiles_n = cdiv(M + vec, bm - vec), cdiv(N + 1, bn - vec)
+    else:
+        tiles_m, tiles_n = cdiv(M, bm), cdiv(N, bn)
     n_tiles = batch * tiles_m * tiles_n
     if n_tiles > _MAX_PROGRAMS:
         raise ValueError(f"{n_tiles} tiles exceed the grid's limit of 2**31 - 1; use larger blocks")
@@ -628,6 +639,18 @@ def transpose(
         )
         return out
 
+    if method == "realign":
+        sb, sm, _ = xb.stride()
+        last = (batch - 1) * sb + (M - 1) * sm + N - 1  # offset of x's last element
+        x_reach = (batch - 1) * sb + (tiles_m * bm) * sm + tiles_n * bn + vec
+        y_reach = (batch * N + tiles_n * bn) * M + tiles_m * bm + vec
+        transpose_realigned_kernel[grid](
+            xb, yb, M, N, sb, sm, cdiv(last + 1, vec), batch * N * M, tiles_m, tiles_n, n_tiles,
+            BLOCK_M=bm, BLOCK_N=bn, VEC=vec, GROUP_M=group, INT64=max(x_reach, y_reach) > _INT32_LIMIT,
+            PERSISTENT=persistent, **options,
+        )
+        return out
+
     # The pair kernel takes both tensors as integers twice as wide, and strides counted in them.
     pair_bits = 8 * size if method == "pairs" else 0
     width = 2 if pair_bits else 1
@@ -641,41 +664,6 @@ def transpose(
         xb, yb, M, N, sb, sm, sn, tiles_m, tiles_n, n_tiles,
         BLOCK_M=bm, BLOCK_N=bn, GROUP_M=group, MASKED=bool(M % bm or N % bn),
         INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent, PAIR_BITS=pair_bits, **options,
-    )
-    return out
-
-
-def _transpose_realigned(
-    xb: torch.Tensor, yb: torch.Tensor, block_m: int | None, block_n: int | None, group_m: int | None,
-    num_warps: int | None, programs_per_sm: int | None, num_stages: int | None, out: torch.Tensor,
-) -> torch.Tensor:
-    """Launch transpose_realigned_kernel on ``xb`` (batch, M, N) into ``yb`` (batch, N, M), both as integers."""
-    batch, M, N = xb.shape
-    size = xb.element_size()
-    vec = 16 // size
-    bm, bn, nw = REALIGN_CONFIGS[size]
-    bm, bn, nw = block_m or bm, block_n or bn, num_warps or nw
-    if min(bm, bn) < 2 * vec:
-        raise ValueError(f"method='realign' tiles overlap by 16 bytes a side: block_m and block_n must be at least "
-                         f"{2 * vec} for {size}-byte elements, got {bm} and {bn}")
-    if bm * bn > _MAX_TILE_ELEMENTS:
-        raise ValueError(f"block_m * block_n must be at most {_MAX_TILE_ELEMENTS}, got {bm} * {bn}")
-    # Tiles step by BLOCK - vec; the last column of tiles also covers the vector at the end of y.
-    tiles_m, tiles_n = cdiv(M + vec, bm - vec), cdiv(N + 1, bn - vec)
-    n_tiles = batch * tiles_m * tiles_n
-    if n_tiles > _MAX_PROGRAMS:
-        raise ValueError(f"{n_tiles} tiles exceed the grid's limit of 2**31 - 1; use larger blocks")
-    sb, sm, _ = xb.stride()
-    last = (batch - 1) * sb + (M - 1) * sm + N - 1  # offset of x's last element
-    x_reach = (batch - 1) * sb + (tiles_m * bm) * sm + tiles_n * bn + vec
-    y_reach = (batch * N + tiles_n * bn) * M + tiles_m * bm + vec
-    persistent = programs_per_sm is not None
-    grid = (min(n_tiles, runtime.sm_count(xb.device) * programs_per_sm) if persistent else n_tiles,)
-    transpose_realigned_kernel[grid](
-        xb, yb, M, N, sb, sm, cdiv(last + 1, vec), batch * N * M, tiles_m, tiles_n, n_tiles,
-        BLOCK_M=bm, BLOCK_N=bn, VEC=vec, GROUP_M=group_m or DEFAULT_GROUP_M,
-        INT64=max(x_reach, y_reach) > _INT32_LIMIT, PERSISTENT=persistent,
-        num_warps=nw, **({"num_stages": num_stages} if num_stages else {}),
     )
     return out
 
