@@ -176,7 +176,7 @@ def transpose_kernel(
 
 @triton.jit
 def move_realigned_tile(
-    x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m, tiles_n,
+    x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, x_whole, x_last, y_total, tiles_m, tiles_n,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, GROUP_M: tl.constexpr, INT64: tl.constexpr,
 ):
     """Move one tile of x[b] into y[b] = x[b].T in whole 16-byte vectors (VEC elements), on rows at any offset.
@@ -201,8 +201,15 @@ def move_realigned_tile(
     start = b * stride_xb + rows * stride_xm + n0
     aligned_start = (start // VEC) * VEC
     src = aligned_start[:, None] + j[None, :]
-    x_end = x_vectors * VEC  # a multiple of VEC the compiler can see: the mask is whole vectors
-    tile = tl.load(x_ptr + src, mask=((rows >= 0) & (rows < M))[:, None] & (src < x_end))
+    row_ok = ((rows >= 0) & (rows < M))[:, None]
+    x_end = x_whole * VEC  # a multiple of VEC the compiler can see: the mask is whole vectors
+    # A tile that reaches past x's last whole vector reads element by element: a whole vector
+    # there would run past the tensor's end. Rows start in order, so its last row reaches furthest.
+    last_row = tl.minimum(m0 - VEC + BLOCK_M, M) - 1
+    if ((b * stride_xb + last_row * stride_xm + n0) // VEC) * VEC + BLOCK_N > x_end:
+        tile = tl.load(x_ptr + src, mask=row_ok & (src <= x_last))
+    else:
+        tile = tl.load(x_ptr + src, mask=row_ok & (src < x_end))
     shift = tl.minimum(tl.maximum(j[None, :] + (start - aligned_start)[:, None], 0), BLOCK_N - 1)
     tile = tl.gather(tile, shift, axis=1)  # tile[r, j] = x[b, m0 - VEC + r, n0 + j]
     cols = n0 + j  # columns of x: rows of y
@@ -229,17 +236,17 @@ def move_realigned_tile(
 
 @triton.jit
 def transpose_realigned_kernel(
-    x_ptr, y_ptr, M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m, tiles_n, n_tiles,
+    x_ptr, y_ptr, M, N, stride_xb, stride_xm, x_whole, x_last, y_total, tiles_m, tiles_n, n_tiles,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr, GROUP_M: tl.constexpr, INT64: tl.constexpr,
     PERSISTENT: tl.constexpr,
 ):
     if PERSISTENT:
         for tile_id in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0)):
-            move_realigned_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m,
+            move_realigned_tile(x_ptr, y_ptr, tile_id, M, N, stride_xb, stride_xm, x_whole, x_last, y_total, tiles_m,
                                 tiles_n, BLOCK_M, BLOCK_N, VEC, GROUP_M, INT64)
     else:
-        move_realigned_tile(x_ptr, y_ptr, tl.program_id(0), M, N, stride_xb, stride_xm, x_vectors, y_total, tiles_m,
-                            tiles_n, BLOCK_M, BLOCK_N, VEC, GROUP_M, INT64)
+        move_realigned_tile(x_ptr, y_ptr, tl.program_id(0), M, N, stride_xb, stride_xm, x_whole, x_last, y_total,
+                            tiles_m, tiles_n, BLOCK_M, BLOCK_N, VEC, GROUP_M, INT64)
 
 
 @triton.jit
@@ -645,7 +652,7 @@ def transpose(
         x_reach = (batch - 1) * sb + (tiles_m * bm) * sm + tiles_n * bn + vec
         y_reach = (batch * N + tiles_n * bn) * M + tiles_m * bm + vec
         transpose_realigned_kernel[grid](
-            xb, yb, M, N, sb, sm, cdiv(last + 1, vec), batch * N * M, tiles_m, tiles_n, n_tiles,
+            xb, yb, M, N, sb, sm, (last + 1) // vec, last, batch * N * M, tiles_m, tiles_n, n_tiles,
             BLOCK_M=bm, BLOCK_N=bn, VEC=vec, GROUP_M=group, INT64=max(x_reach, y_reach) > _INT32_LIMIT,
             PERSISTENT=persistent, **options,
         )
