@@ -418,7 +418,16 @@ for size, (block_m, block_n, warps) in REALIGN_CONFIGS.items():
 
 # %%
 # Its bars are ``step-7-realign``, measured only on the shapes whose rows are not 16-byte
-# multiples. ``method="auto"`` does not take it until a recorded run shows it ahead of step 4.
+# multiples. Before the bars, a timing made while writing it, on an H100 (triton 3.6, torch 2.11,
+# 2026-12-08; two interleaved rounds on fresh inputs): in float16 at 8191 × 4097, step 7's best
+# tile, 64 × 64 in 4 warps, moved 2046-2049 GB/s and step 4 2364-2374. At 12289 × 5121 it was
+# 2134-2136 against 2422-2423. In float32 the two were within 1% of each other: 2714-2715
+# against 2736-2737 at 8191 × 4097, for step 7's tile of 64 × 64 in 8 warps.
+#
+# So the 16-byte accesses did not pay for the shuffles. Removing step 4's narrow accesses this way
+# costs more than it saves. The float16 tile above compiles to 128 shuffles a thread, four for
+# each element it moves.
+# ``method="auto"`` does not take step 7; it stays in the package for ``method="realign"``.
 #
 # %%
 # What ``method="auto"`` runs
@@ -595,8 +604,9 @@ for doc, live in results:
 #   even dimensions: 1-2% in float16 and less in float32 in the H200 run quoted above, and
 #   0.4-3.7% in float16 in the H100 record.
 # * **Step 7** loads and stores whole 16-byte vectors on the odd shape, at the price of two
-#   gathers (warp shuffles) per tile and tiles that overlap by one vector a side. Where it has bars, compare
-#   them with step 4's at the odd shape.
+#   gathers (warp shuffles) per tile and tiles that overlap by one vector a side. In float16
+#   the shuffles cost more than the narrow accesses they replace: 12-14% slower than step 4 on
+#   an H100. In float32 the two run level.
 # * **tritonperf** is the step-6 kernel where it can run and the step-4 kernel elsewhere (the
 #   odd shape); with ``AUTO_TMA_SIZES`` empty, ``method="auto"`` never picks the descriptor
 #   kernel. Its bars differ from those of the step it runs only by the noise of the measurement.

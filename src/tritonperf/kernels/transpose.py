@@ -355,9 +355,18 @@ MIN_TILES_PER_SM = 8
 # and 12288 x 5120, +0.2% at 16384 x 16384; float32 +0.0 to +0.9%.
 PAIR_CONFIGS: dict[int, tuple[int, int, int]] = {2: (128, 128, 4), 4: (64, 64, 8)}
 # Element size in bytes -> (BLOCK_M, BLOCK_N, num_warps) of the realigning kernel (method="realign"),
-# whose tiles overlap by 16 bytes a side. Not yet timed: 16 KiB tiles whose sm_90 code (triton 3.6,
-# ptxas 13.0) keeps 62 (2-byte) and 64 (4-byte) registers a thread without spilling.
-REALIGN_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (128, 64, 8), 4: (64, 64, 8), 8: (64, 32, 4)}
+# whose tiles overlap by 16 bytes a side. It loses to method="tiles" in float16 and runs level with
+# it in float32, so "auto" never takes it. On an H100 (triton 3.6, torch 2.11, 2026-12-08, commit
+# 53691ac; one process, two interleaved rounds on fresh inputs, GB/s, method="tiles" in
+# parentheses): float16 at 64 x 64 in 4 warps 2046-2049 at 8191 x 4097 (2364-2374), 2134-2136 at
+# 12289 x 5121 (2422-2423), 1955 at 4095 x 4097 (2274-2278); its 16 KiB tiles did worse (128 x 64
+# in 4 or 8 warps 1767-1786 at 8191 x 4097, 64 x 128 in 4 warps 1706-1707, 256 x 64 and 128 x 128
+# in 8 warps 1427-1456). float32 at 64 x 64 in 8 warps 2714-2715 (2736-2737), 2741-2742
+# (2756), 2656-2659 (2669-2672); 64 x 64 in 4 warps, 128 x 64 in 8, 64 x 32 and 128 x 32 in 4 came
+# within 5% of it, 128 x 64 in 8 warps 0.5% ahead of "tiles" at 12289 x 5121 alone. The float16
+# tile of 64 x 64 in 4 warps compiles (sm_90, ptxas 13.0) to 128 warp shuffles a thread for its
+# two gathers, 32 elements a thread; 1- and 8-byte sizes keep 16 KiB tiles (not timed).
+REALIGN_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 64, 4), 4: (64, 64, 8), 8: (64, 32, 4)}
 # Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
 # (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
 # Empty: on an H200 (triton 3.6) the descriptor kernel was slower than the pointer kernel at
@@ -532,7 +541,7 @@ def transpose(
             start at whole pairs), ``"tma"`` (tensor descriptors: compute capability ≥ 9.0,
             contiguous last dimension, 16-byte aligned rows on both sides), ``"realign"`` (whole
             16-byte vectors on rows that start at any offset: contiguous last dimension, both
-            tensors at 16-byte aligned addresses; opt-in, not yet timed), or ``"auto"``, which
+            tensors at 16-byte aligned addresses; opt-in: slower than ``"tiles"`` in float16), or ``"auto"``, which
             takes ``"tma"`` where it can run for the element sizes in ``AUTO_TMA_SIZES`` (none at
             present), else ``"pairs"`` where it can run, else ``"tiles"`` (see :func:`transpose_method`).
         block_m, block_n: tile shape (rows, columns of ``x``, in elements), powers of two, at
