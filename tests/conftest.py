@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import zlib
 
 import filelock
+import numpy as np
 import pytest
 import torch
 
@@ -39,6 +41,84 @@ def pytest_configure(config):
 @pytest.fixture
 def device() -> torch.device:
     return runtime.default_device()
+
+
+@contextlib.contextmanager
+def within_arguments():
+    """Fail when a kernel launched inside loads or stores a byte outside the tensors it was given.
+
+    The interpreter's loads and stores are watched lane by lane: every lane its mask lets through
+    must lie inside the storage of one of the launch's tensor arguments, as on a GPU an access past
+    an allocation is an error even where it does not fault. On a GPU this checks nothing;
+    compute-sanitizer's memcheck does it there.
+    """
+    if ON_GPU:
+        yield
+        return
+    from triton.runtime import interpreter
+
+    spans: list[tuple[int, int]] = []  # the storages of the launch being run
+
+    def storages(value):
+        if isinstance(value, (tuple, list)):
+            return [span for item in value for span in storages(item)]
+        base = getattr(value, "base", None)  # a tensor descriptor
+        tensor = value if isinstance(value, torch.Tensor) else base if isinstance(base, torch.Tensor) else None
+        if tensor is None:
+            return []
+        storage = tensor.untyped_storage()
+        return [(storage.data_ptr(), storage.data_ptr() + storage.nbytes())]
+
+    def check(ptrs, mask, what):
+        size = np.dtype(interpreter._get_np_dtype(ptrs.get_element_ty())).itemsize
+        address = np.asarray(ptrs.data, dtype=np.uint64).ravel()
+        if mask is not None:
+            address = address[np.asarray(mask.data, dtype=bool).ravel()]
+        inside = np.zeros(address.shape, dtype=bool)
+        for low, high in spans:
+            inside |= (address >= low) & (address + size <= high)
+        if not inside.all():
+            outside = address[~inside]
+            low, high = min(spans, key=lambda span: abs(int(outside[0]) - span[1]))
+            raise AssertionError(f"a {what} of {outside.size} {size}-byte element(s) outside the kernel's tensors; the first "
+                                 f"at byte {int(outside[0]) - low} of a {high - low}-byte storage")
+
+    executor, builder = interpreter.GridExecutor, interpreter.InterpreterBuilder
+    originals = {name: getattr(builder, name)
+                 for name in ("create_load", "create_masked_load", "create_store", "create_masked_store")}
+    launch = executor.__call__
+
+    def call(self, *args, **kwargs):
+        spans[:] = storages(list(args) + list(kwargs.values()))
+        return launch(self, *args, **kwargs)
+
+    def load(self, ptr, *args, **kwargs):
+        check(ptr, None, "load")
+        return originals["create_load"](self, ptr, *args, **kwargs)
+
+    def masked_load(self, ptrs, mask, *args, **kwargs):
+        check(ptrs, mask, "load")
+        return originals["create_masked_load"](self, ptrs, mask, *args, **kwargs)
+
+    def store(self, ptr, value, *args, **kwargs):
+        check(ptr, None, "store")
+        return originals["create_store"](self, ptr, value, *args, **kwargs)
+
+    def masked_store(self, ptrs, value, mask, *args, **kwargs):
+        check(ptrs, mask, "store")
+        return originals["create_masked_store"](self, ptrs, value, mask, *args, **kwargs)
+
+    watched = {"create_load": load, "create_masked_load": masked_load, "create_store": store,
+               "create_masked_store": masked_store}
+    try:
+        executor.__call__ = call
+        for name, method in watched.items():
+            setattr(builder, name, method)
+        yield
+    finally:
+        executor.__call__ = launch
+        for name, method in originals.items():
+            setattr(builder, name, method)
 
 
 # sm_86 and sm_89 GPUs (RTX 30x0 and 40x0, A10, L4, L40) let a program use 99 KB of shared memory.
@@ -138,4 +218,4 @@ def sample_doc() -> dict:
     return copy.deepcopy(SAMPLE_DOC)
 
 
-__all__ = ["ON_GPU", "gpu_only", "tritonperf"]
+__all__ = ["ON_GPU", "gpu_only", "within_arguments", "tritonperf"]

@@ -12,7 +12,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from conftest import ON_GPU, gpu_only
+from conftest import ON_GPU, gpu_only, within_arguments
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,7 +73,8 @@ def poisoned_output(shape, dtype, device) -> torch.Tensor:
 
 def check(x: torch.Tensor, **kwargs) -> torch.Tensor:
     out = poisoned_output((*x.shape[:-2], x.shape[-1], x.shape[-2]), x.dtype, x.device)
-    result = transpose(x, out, **kwargs)
+    with within_arguments():
+        result = transpose(x, out, **kwargs)
     assert result is out
     assert_same_bits(out, transpose_reference(x))
     return out
@@ -363,6 +364,22 @@ def test_pair_kernel_refuses_what_it_cannot_do(case, match, device):
     with pytest.raises(ValueError, match=f"method='pairs' cannot be used here: {match}"):
         transpose(x, method="pairs")
     check(x)  # method="auto" still handles it, with the pointer kernel
+
+
+# -- the access watch that check() runs under ---------------------------------------------------
+@triton.jit
+def _copy_one_too_many(x_ptr, y_ptr, n, EXTRA: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n + EXTRA), mask=offsets < n)
+
+
+@pytest.mark.skipif(ON_GPU, reason="the watch works in the interpreter; on a GPU, memcheck does this")
+def test_the_access_watch_fails_a_kernel_that_reads_past_its_tensors():
+    x, y = torch.arange(5.0), torch.empty(5)
+    with within_arguments():
+        _copy_one_too_many[(1,)](x, y, 5, EXTRA=0, BLOCK=8)  # in bounds: passes
+        with pytest.raises(Exception, match="a load of 1 4-byte element"):
+            _copy_one_too_many[(1,)](x, y, 5, EXTRA=1, BLOCK=8)
 
 
 # -- the realigning kernel -----------------------------------------------------------------------
