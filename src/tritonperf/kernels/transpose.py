@@ -365,7 +365,9 @@ PAIR_CONFIGS: dict[int, tuple[int, int, int]] = {2: (128, 128, 4), 4: (64, 64, 8
 # (2756), 2656-2659 (2669-2672); 64 x 64 in 4 warps, 128 x 64 in 8, 64 x 32 and 128 x 32 in 4 came
 # within 5% of it, 128 x 64 in 8 warps 0.5% ahead of "tiles" at 12289 x 5121 alone. The float16
 # tile of 64 x 64 in 4 warps compiles (sm_90, ptxas 13.0) to 128 warp shuffles a thread for its
-# two gathers, 32 elements a thread; 1- and 8-byte sizes keep 16 KiB tiles (not timed).
+# two gathers, 32 elements a thread. Since those timings the tiles at x's end read element by
+# element (no vector past the tensor's end); that took this tile from 64 to 72 registers a thread
+# and has not been timed. 1- and 8-byte sizes keep 16 KiB tiles (not timed).
 REALIGN_CONFIGS: dict[int, tuple[int, int, int]] = {1: (128, 128, 8), 2: (64, 64, 4), 4: (64, 64, 8), 8: (64, 32, 4)}
 # Element sizes for which method="auto" takes the tensor-descriptor kernel wherever it can run
 # (Hopper or newer, 16-byte aligned rows); the pointer kernel runs everywhere else.
