@@ -368,9 +368,10 @@ def test_pair_kernel_refuses_what_it_cannot_do(case, match, device):
 
 # -- the access watch that check() runs under ---------------------------------------------------
 @triton.jit
-def _copy_one_too_many(x_ptr, y_ptr, n, EXTRA: tl.constexpr, BLOCK: tl.constexpr):
+def _copy_one_too_many(x_ptr, y_ptr, n, EXTRA: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr = True):
     offsets = tl.arange(0, BLOCK)
-    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n + EXTRA), mask=offsets < n)
+    values = tl.load(x_ptr + offsets, mask=offsets < n + EXTRA) if MASKED else tl.load(x_ptr + offsets)
+    tl.store(y_ptr + offsets, values, mask=offsets < n)
 
 
 @pytest.mark.skipif(ON_GPU, reason="the watch works in the interpreter; on a GPU, memcheck does this")
@@ -380,6 +381,8 @@ def test_the_access_watch_fails_a_kernel_that_reads_past_its_tensors():
         _copy_one_too_many[(1,)](x, y, 5, EXTRA=0, BLOCK=8)  # in bounds: passes
         with pytest.raises(Exception, match="a load of 1 4-byte element"):
             _copy_one_too_many[(1,)](x, y, 5, EXTRA=1, BLOCK=8)
+        with pytest.raises(Exception, match="a load of 3 4-byte element"):  # unmasked loads are watched too
+            _copy_one_too_many[(1,)](x, y, 5, EXTRA=0, BLOCK=8, MASKED=False)
 
 
 # -- the realigning kernel -----------------------------------------------------------------------
